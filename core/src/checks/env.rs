@@ -1,0 +1,58 @@
+//! Environment lookups handed to the evaluators: srun's own environment (libc), the job's
+//! environment (`spank_getenv` in slurmstepd), or a map in tests.
+
+use std::collections::HashMap;
+
+/// Something that answers "what is variable NAME set to?".
+pub trait Env {
+    /// The value of `name`, or `None` when it is unset.
+    fn get(&self, name: &str) -> Option<String>;
+}
+
+impl<F: Fn(&str) -> Option<String>> Env for F {
+    fn get(&self, name: &str) -> Option<String> {
+        self(name)
+    }
+}
+
+impl Env for HashMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        HashMap::get(self, name).cloned()
+    }
+}
+
+impl Env for [(&str, &str)] {
+    fn get(&self, name: &str) -> Option<String> {
+        self.iter()
+            .rev()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
+/// Parses a positive count such as `SLURM_CPUS_PER_TASK=24`. `None` for garbage, zero, negative
+/// or absurd values (more than 1,048,576), which the checks then ignore rather than judge.
+pub fn parse_count(s: &str) -> Option<u32> {
+    let n: u32 = s.trim().parse().ok()?;
+    (1..=1 << 20).contains(&n).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_reject_garbage() {
+        for bad in ["abc", "0", "-1", "", "99999999999", "1.5", "1048577"] {
+            assert_eq!(parse_count(bad), None, "{bad}");
+        }
+        assert_eq!(parse_count(" 24 "), Some(24));
+    }
+
+    #[test]
+    fn slice_env_takes_the_last_binding() {
+        let e: &[(&str, &str)] = &[("A", "1"), ("A", "2")];
+        assert_eq!(Env::get(e, "A").as_deref(), Some("2"));
+        assert_eq!(Env::get(e, "B"), None);
+    }
+}

@@ -1,0 +1,473 @@
+//! `launch.export_all` and `launch.export_split`: what `--export` does to the step's environment.
+//!
+//! Seed 000 ("When using srun --export, include ALL"): `--export=VAR=…` without `ALL` passes no PATH,
+//! and the launch fails with `slurmstepd: error: execve(): bash: No such file or directory`. The same
+//! happens to every srun inside `sbatch --export=NONE` (they inherit `SLURM_EXPORT_ENV=NONE`), measured
+//! in spank-facts.md. srun reads `--export`, then `SRUN_EXPORT_ENV`, then `SLURM_EXPORT_ENV` (srun(1)).
+//!
+//! Seed 000 also: "You cannot use commas inside an --export value": `--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET`
+//! gives the task `NCCL_DEBUG_SUBSYS=INIT` and reads `NET` as a variable name; and quotes are kept
+//! literally (`X="A,B"` reaches the task as `"A`).
+
+use super::env::Env;
+use crate::argv::ParsedArgv;
+use crate::finding::{clip, CheckKind, Finding, Severity};
+
+const WHY_EXECVE: &str =
+    "the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): <command>: No such file or directory'";
+
+/// Where the export setting of an srun comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportSource {
+    /// `--export=…` on the command line (srun or sbatch).
+    Option,
+    /// `SRUN_EXPORT_ENV` (srun) or `SBATCH_EXPORT` (sbatch) in the caller's environment.
+    InputEnv(&'static str),
+    /// `SLURM_EXPORT_ENV` inherited from the allocation (`sbatch/salloc --export=…`).
+    Inherited,
+    /// An `#SBATCH --export=…` line in the batch script.
+    Script,
+}
+
+fn tokens(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',')
+}
+
+/// Whether an export value includes `ALL` (case-insensitive, anywhere in the list).
+pub fn has_all(value: &str) -> bool {
+    tokens(value).any(|t| t.trim().eq_ignore_ascii_case("ALL"))
+}
+
+/// The same export list with `ALL` first and `NONE`/`NIL`/empty entries dropped:
+/// `FOO=1` → `ALL,FOO=1`, `NONE` → `ALL`.
+pub fn with_all(value: &str) -> String {
+    let rest: Vec<&str> = tokens(value)
+        .filter(|t| {
+            let t = t.trim();
+            !t.is_empty()
+                && !t.eq_ignore_ascii_case("NONE")
+                && !t.eq_ignore_ascii_case("NIL")
+                && !t.eq_ignore_ascii_case("ALL")
+        })
+        .collect();
+    if rest.is_empty() {
+        "ALL".into()
+    } else {
+        format!("ALL,{}", rest.join(","))
+    }
+}
+
+fn valid_name(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch == '_' || ch.is_ascii_alphabetic())
+        && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric())
+}
+
+/// Findings about an export list being cut at commas or carrying quotes (`launch.export_split`).
+/// `env` is the caller's environment: a bare name after `NAME=value` that is not set there (or any
+/// bare name when `ALL` is present, where naming a variable is redundant) is a piece of the value.
+pub fn split_findings(value: &str, env: &(impl Env + ?Sized), label: &str) -> Vec<Finding> {
+    let all = has_all(value);
+    let mut out = vec![];
+    let toks: Vec<&str> = tokens(value).collect();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i];
+        i += 1;
+        let Some((name, val)) = t.split_once('=') else {
+            continue;
+        };
+        if val.starts_with('"') || val.starts_with('\'') {
+            out.push(Finding {
+                check: CheckKind::ExportSplit,
+                severity: Severity::Warning,
+                what: format!("{label}: quotes in '{}' are passed literally", clip(t, 60)),
+                why: format!("the step gets {name} with the quote characters in its value"),
+                fix: format!(
+                    "drop the quotes, or export {name} in the job script and pass --export=ALL"
+                ),
+            });
+        }
+        let mut pieces = vec![];
+        while i < toks.len() {
+            let b = toks[i];
+            let bt = b.trim();
+            if bt.contains('=')
+                || bt.eq_ignore_ascii_case("ALL")
+                || bt.eq_ignore_ascii_case("NONE")
+                || bt.eq_ignore_ascii_case("NIL")
+            {
+                break;
+            }
+            if all || !valid_name(bt) || env.get(bt).is_none() {
+                pieces.push(b);
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if !pieces.is_empty() {
+            let meant = format!("{val},{}", pieces.join(","));
+            out.push(Finding {
+                check: CheckKind::ExportSplit,
+                severity: Severity::Warning,
+                what: format!(
+                    "{label} is cut at the comma{}: the step gets {name}={} and '{}' is read as a variable name",
+                    if pieces.len() > 1 { "s" } else { "" },
+                    clip(val, 40),
+                    clip(&pieces.join(","), 40)
+                ),
+                why: format!("{name} silently loses part of its value, since Slurm splits --export on every comma"),
+                fix: format!(
+                    "set it in the job script with export {name}={} and pass --export=ALL (or no --export)",
+                    clip(&meant, 60)
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Judges an srun launch's export setting before allocation (srun, local context).
+pub fn check_srun(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Vec<Finding> {
+    let (value, source) = if let Some(v) = argv.value("export") {
+        (v.to_string(), ExportSource::Option)
+    } else if let Some(v) = env.get("SRUN_EXPORT_ENV") {
+        (v, ExportSource::InputEnv("SRUN_EXPORT_ENV"))
+    } else if let Some(v) = env.get("SLURM_EXPORT_ENV") {
+        (v, ExportSource::Inherited)
+    } else {
+        return vec![];
+    };
+    let shown = clip(&value, 60);
+    let label = match source {
+        ExportSource::Option => format!("--export={shown}"),
+        ExportSource::InputEnv(var) => format!("{var}={shown}"),
+        _ => format!("SLURM_EXPORT_ENV={shown}"),
+    };
+    let mut out = vec![];
+    if !has_all(&value) {
+        let cmd = argv.operands.first().map(String::as_str).unwrap_or("");
+        // An absolute or relative path needs no PATH lookup: execve works, the program just runs
+        // without the caller's environment.
+        let severity = if cmd.contains('/') {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        let rewrite = with_all(&value);
+        let (what, fix) = match source {
+            ExportSource::Option => (
+                format!("{label} does not include ALL, so the step gets none of your environment"),
+                format!("use --export={}", clip(&rewrite, 80)),
+            ),
+            ExportSource::InputEnv(var) => (
+                format!("{label} does not include ALL, so the step gets none of your environment"),
+                format!(
+                    "set {var}={} or pass --export={} to srun",
+                    clip(&rewrite, 80),
+                    clip(&rewrite, 80)
+                ),
+            ),
+            _ => (
+                format!(
+                    "{label}, inherited from the allocation (sbatch/salloc --export={shown}), gives this step none of your environment"
+                ),
+                "add --export=ALL to this srun, or unset SLURM_EXPORT_ENV in the job script before srun".to_string(),
+            ),
+        };
+        let why = if severity == Severity::Error {
+            WHY_EXECVE.replace("<command>", &clip(cmd, 40))
+        } else {
+            "the program starts without PATH, HOME or your variables, and whatever it runs by name fails".to_string()
+        };
+        out.push(Finding {
+            check: CheckKind::ExportAll,
+            severity,
+            what,
+            why,
+            fix,
+        });
+    }
+    out.extend(split_findings(&value, env, &label));
+    out
+}
+
+/// Judges an sbatch/salloc submission's export setting (allocator context): a warning only, since
+/// `--export=NONE` is a valid choice for the batch script itself; its sruns are what break.
+/// `script` holds the arguments of the batch script's `#SBATCH` lines, when there is a script.
+pub fn check_allocation(
+    argv: &ParsedArgv,
+    script: Option<&ParsedArgv>,
+    env: &(impl Env + ?Sized),
+) -> Vec<Finding> {
+    let (value, source) = if let Some(v) = argv.value("export") {
+        (v.to_string(), ExportSource::Option)
+    } else if let Some(v) = env.get("SBATCH_EXPORT") {
+        (v, ExportSource::InputEnv("SBATCH_EXPORT"))
+    } else if let Some(v) = script.and_then(|s| s.value("export")) {
+        (v.to_string(), ExportSource::Script)
+    } else {
+        return vec![];
+    };
+    let shown = clip(&value, 60);
+    let label = match source {
+        ExportSource::InputEnv(var) => format!("{var}={shown}"),
+        ExportSource::Script => format!("#SBATCH --export={shown}"),
+        _ => format!("--export={shown}"),
+    };
+    let mut out = vec![];
+    if !has_all(&value) {
+        out.push(Finding {
+            check: CheckKind::ExportAll,
+            severity: Severity::Warning,
+            what: format!(
+                "{label} does not include ALL: every srun in this job inherits SLURM_EXPORT_ENV={shown}"
+            ),
+            why: "those steps get no PATH and fail with 'execve(): <command>: No such file or directory'"
+                .into(),
+            fix: format!(
+                "submit with --export={} or give each srun in the script --export=ALL",
+                clip(&with_all(&value), 80)
+            ),
+        });
+    }
+    out.extend(split_findings(&value, env, &label));
+    out
+}
+
+/// Facts about a running step's environment (slurmstepd, remote context).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepEnv {
+    /// Whether `PATH` is set in the job's environment.
+    pub has_path: bool,
+    /// The task's argv[0] (`S_JOB_ARGV`), if known.
+    pub argv0: Option<String>,
+}
+
+/// Judges a running step: no `PATH` means execve of a bare command name fails (every route to it:
+/// `--export` without ALL, `SLURM_EXPORT_ENV=NONE`, `SRUN_EXPORT_ENV`, a plugin or prolog unsetting it).
+pub fn check_step(step: &StepEnv, already_reported: bool) -> Vec<Finding> {
+    if step.has_path || already_reported {
+        return vec![];
+    }
+    let cmd = step.argv0.as_deref().unwrap_or("");
+    let by_path = !cmd.contains('/');
+    vec![Finding {
+        check: CheckKind::ExportAll,
+        severity: if by_path {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        what: "the step's environment has no PATH (srun --export without ALL, or SLURM_EXPORT_ENV=NONE from sbatch --export=NONE)".into(),
+        why: if by_path {
+            WHY_EXECVE.replace("<command>", &clip(cmd, 40))
+        } else {
+            "the program starts without PATH, and whatever it runs by name fails".into()
+        },
+        fix: "run srun --export=ALL (or --export=ALL,VAR=value), or unset SLURM_EXPORT_ENV in the job script before srun".into(),
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argv::{parse, Tool};
+
+    fn srun(argv: &[&str], env: &[(&str, &str)]) -> Vec<Finding> {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        check_srun(&parse(Tool::Srun, &argv), env)
+    }
+
+    #[test]
+    fn rewrites_keep_the_variables_and_add_all() {
+        let table = [
+            ("FOO=1", "ALL,FOO=1"),
+            ("NONE", "ALL"),
+            ("none", "ALL"),
+            ("", "ALL"),
+            ("FOO=1,BAR", "ALL,FOO=1,BAR"),
+            ("NIL", "ALL"),
+        ];
+        for (v, want) in table {
+            assert_eq!(with_all(v), want, "{v}");
+        }
+        assert!(has_all("all,FOO=1"));
+        assert!(has_all("FOO=1,ALL"));
+        assert!(!has_all("ALLX=1"));
+    }
+
+    #[test]
+    fn export_without_all_is_an_error_with_the_rewrite() {
+        let f = srun(&["srun", "--export=FOO=1", "hostname"], &[]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; \
+             the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+             use --export=ALL,FOO=1"
+        );
+        assert_eq!(f[0].severity, Severity::Error);
+    }
+
+    #[test]
+    fn export_sources_follow_srun_precedence() {
+        // (argv, env, expected ids, severity of first)
+        type Row<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+        let table: &[Row] = &[
+            (&["srun", "--export=NONE", "x"], &[], &["launch.export_all"]),
+            (
+                &["srun", "--export", "NONE", "x"],
+                &[],
+                &["launch.export_all"],
+            ),
+            (&["srun", "--export=ALL", "x"], &[], &[]),
+            (&["srun", "--export=ALL,FOO=1", "x"], &[], &[]),
+            (
+                &["srun", "x"],
+                &[("SLURM_EXPORT_ENV", "NONE")],
+                &["launch.export_all"],
+            ),
+            (
+                &["srun", "--export=ALL", "x"],
+                &[("SLURM_EXPORT_ENV", "NONE")],
+                &[],
+            ),
+            (
+                &["srun", "x"],
+                &[("SRUN_EXPORT_ENV", "ALL"), ("SLURM_EXPORT_ENV", "NONE")],
+                &[],
+            ),
+            (
+                &["srun", "x"],
+                &[("SRUN_EXPORT_ENV", "FOO=1")],
+                &["launch.export_all"],
+            ),
+            (&["srun", "x"], &[("SLURM_EXPORT_ENV", "ALL")], &[]),
+            (&["srun", "x"], &[], &[]),
+            (
+                &["srun", "--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET", "env"],
+                &[],
+                &["launch.export_split"],
+            ),
+            (
+                &["srun", "--export=NCCL_DEBUG_SUBSYS=INIT,NET", "env"],
+                &[],
+                &["launch.export_all", "launch.export_split"],
+            ),
+            // without ALL, naming a set variable is how you pass it: not a split
+            (
+                &["srun", "--export=FOO=1,HOME", "/bin/env"],
+                &[("HOME", "/root")],
+                &["launch.export_all"],
+            ),
+            (
+                &["srun", "--export=ALL,X=\"A,B\"", "env"],
+                &[],
+                &["launch.export_split", "launch.export_split"],
+            ),
+        ];
+        for (argv, env, ids) in table {
+            let got: Vec<&str> = srun(argv, env).iter().map(|f| f.id()).collect();
+            assert_eq!(&got, ids, "{argv:?} {env:?}");
+        }
+    }
+
+    #[test]
+    fn a_path_command_still_runs_so_it_is_only_a_warning() {
+        let f = srun(&["srun", "--export=FOO=1", "/bin/hostname"], &[]);
+        assert_eq!(f[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn split_message_names_the_lost_piece_and_the_fix() {
+        let f = srun(
+            &["srun", "--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET", "env"],
+            &[],
+        );
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.export_split: --export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET is cut at the comma: \
+             the step gets NCCL_DEBUG_SUBSYS=INIT and 'NET' is read as a variable name; \
+             NCCL_DEBUG_SUBSYS silently loses part of its value, since Slurm splits --export on every comma; \
+             set it in the job script with export NCCL_DEBUG_SUBSYS=INIT,NET and pass --export=ALL (or no --export)"
+        );
+    }
+
+    #[test]
+    fn inherited_export_none_points_at_the_allocation() {
+        let f = srun(&["srun", "hostname"], &[("SLURM_EXPORT_ENV", "NONE")]);
+        assert!(
+            f[0].what.contains("inherited from the allocation"),
+            "{}",
+            f[0].what
+        );
+        assert!(
+            f[0].fix.contains("add --export=ALL to this srun"),
+            "{}",
+            f[0].fix
+        );
+    }
+
+    #[test]
+    fn allocation_warns_only() {
+        let argv: Vec<String> = ["sbatch", "--export=NONE", "job.sh"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let f = check_allocation(&parse(Tool::Sbatch, &argv), None, &[][..]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0]
+            .what
+            .contains("every srun in this job inherits SLURM_EXPORT_ENV=NONE"));
+        let script: Vec<String> = ["#SBATCH", "--export=NONE"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let argv: Vec<String> = ["sbatch", "job.sh"].iter().map(|s| s.to_string()).collect();
+        let f = check_allocation(
+            &parse(Tool::Sbatch, &argv),
+            Some(&parse(Tool::Sbatch, &script)),
+            &[][..],
+        );
+        assert!(
+            f[0].what.starts_with("#SBATCH --export=NONE"),
+            "{}",
+            f[0].what
+        );
+        let argv: Vec<String> = ["sbatch", "--export=ALL", "job.sh"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(check_allocation(
+            &parse(Tool::Sbatch, &argv),
+            Some(&parse(Tool::Sbatch, &script)),
+            &[][..]
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn step_without_path() {
+        let s = StepEnv {
+            has_path: false,
+            argv0: Some("hostname".into()),
+        };
+        let f = check_step(&s, false);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].why.contains("execve(): hostname"));
+        assert!(check_step(&s, true).is_empty());
+        let s = StepEnv {
+            has_path: false,
+            argv0: Some("/bin/hostname".into()),
+        };
+        assert_eq!(check_step(&s, false)[0].severity, Severity::Warning);
+        let s = StepEnv {
+            has_path: true,
+            argv0: None,
+        };
+        assert!(check_step(&s, false).is_empty());
+    }
+}

@@ -1,0 +1,87 @@
+//! What srun's plugin already told the user, passed to slurmstepd's plugin so a finding is shown once.
+//!
+//! srun's plugin sets `SLURM_LAUNCHGUARD_SRUN` in its own environment before the launch. srun copies
+//! `SLURM_*` variables into the step's environment even with `--export=NONE` or `--export=FOO=1`
+//! (srun(1), `--export`), so slurmstepd's plugin reads it with `spank_getenv`. Value:
+//! `v1;cpt=<predicted CPUs per task or ->;reported=<finding id>+<finding id>…`.
+//!
+//! slurmstepd's plugin stays silent about a check that srun already judged with the same facts, and
+//! speaks when the step's real values contradict srun's prediction.
+
+/// Name of the environment variable.
+pub const VAR: &str = "SLURM_LAUNCHGUARD_SRUN";
+
+/// What srun's plugin predicted and reported.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SrunMarker {
+    /// CPUs per task srun's plugin predicted for the step, if it judged `launch.cpus_per_task`.
+    pub cpus_per_task: Option<u32>,
+    /// Finding IDs already shown to the user by srun's plugin.
+    pub reported: Vec<String>,
+}
+
+impl SrunMarker {
+    /// Encodes the marker as the variable's value.
+    pub fn encode(&self) -> String {
+        let cpt = self
+            .cpus_per_task
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into());
+        format!("v1;cpt={cpt};reported={}", self.reported.join("+"))
+    }
+
+    /// Decodes a value; `None` when it is not a v1 marker (then it is ignored entirely).
+    pub fn decode(s: &str) -> Option<SrunMarker> {
+        let mut parts = s.split(';');
+        if parts.next()? != "v1" {
+            return None;
+        }
+        let mut m = SrunMarker::default();
+        for p in parts {
+            match p.split_once('=') {
+                Some(("cpt", v)) => m.cpus_per_task = v.parse().ok(),
+                Some(("reported", v)) => {
+                    m.reported = v
+                        .split('+')
+                        .filter(|x| !x.is_empty())
+                        .take(32)
+                        .map(|x| x.chars().take(64).collect())
+                        .collect()
+                }
+                _ => {}
+            }
+        }
+        Some(m)
+    }
+
+    /// Whether srun's plugin already showed finding `id`.
+    pub fn reported(&self, id: &str) -> bool {
+        self.reported.iter().any(|r| r == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let m = SrunMarker {
+            cpus_per_task: Some(4),
+            reported: vec!["launch.export_all".into(), "launch.cpus_per_task".into()],
+        };
+        assert_eq!(SrunMarker::decode(&m.encode()), Some(m.clone()));
+        assert!(m.reported("launch.export_all"));
+        let e = SrunMarker::default();
+        assert_eq!(e.encode(), "v1;cpt=-;reported=");
+        assert_eq!(SrunMarker::decode(&e.encode()), Some(e));
+    }
+
+    #[test]
+    fn garbage_is_ignored() {
+        assert_eq!(SrunMarker::decode("v2;cpt=1"), None);
+        assert_eq!(SrunMarker::decode(""), None);
+        let m = SrunMarker::decode("v1;cpt=abc;zzz;reported=").unwrap();
+        assert_eq!(m.cpus_per_task, None);
+    }
+}

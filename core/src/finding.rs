@@ -1,0 +1,167 @@
+//! Findings: what launchguard tells a user or an admin.
+//!
+//! Every finding renders as exactly one line, `launchguard: <id>: <what>; <why>; <fix>`, the shape the
+//! design card gives (lower-case, no trailing period). The ID is stable: users read it on their terminal,
+//! admins in the slurmd log and, later, in journald and drain reasons.
+
+use std::fmt;
+
+/// A family of checks that the admin can switch with one plugstack key (`<key>=enforce|warn|off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CheckKind {
+    /// `launch.cpus_per_task`: a GPU step that runs with one CPU per task (or fewer than the node's
+    /// CPUs per GPU). Seed 000, "Always specify --cpus-per-task".
+    CpusPerTask,
+    /// `launch.export_all`: `--export` (or an inherited `SLURM_EXPORT_ENV`) without `ALL`, or a step
+    /// environment without `PATH`. Seed 000, "When using srun --export, include ALL".
+    ExportAll,
+    /// `launch.export_split`: an `--export` value that Slurm cuts at a comma or whose quotes are kept
+    /// literally. Seed 000: "You cannot use commas inside an --export value".
+    ExportSplit,
+}
+
+impl CheckKind {
+    /// Every check, in the order they are documented.
+    pub const ALL: [CheckKind; 3] = [
+        CheckKind::CpusPerTask,
+        CheckKind::ExportAll,
+        CheckKind::ExportSplit,
+    ];
+
+    /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
+    pub fn key(self) -> &'static str {
+        match self {
+            CheckKind::CpusPerTask => "cpus_per_task",
+            CheckKind::ExportAll => "export_all",
+            CheckKind::ExportSplit => "export_split",
+        }
+    }
+
+    /// The stable finding ID, e.g. `launch.cpus_per_task`.
+    pub fn id(self) -> &'static str {
+        match self {
+            CheckKind::CpusPerTask => "launch.cpus_per_task",
+            CheckKind::ExportAll => "launch.export_all",
+            CheckKind::ExportSplit => "launch.export_split",
+        }
+    }
+
+    /// One-line description, for `--help`-style listings and the README's checks table.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CheckKind::CpusPerTask => {
+                "GPU step with 1 CPU per task (or fewer than the node's CPUs per GPU)"
+            }
+            CheckKind::ExportAll => "--export or SLURM_EXPORT_ENV without ALL; step without PATH",
+            CheckKind::ExportSplit => "--export value cut at a comma or carrying literal quotes",
+        }
+    }
+
+    /// Looks a check up by its plugstack key or its finding ID.
+    pub fn from_key(key: &str) -> Option<CheckKind> {
+        CheckKind::ALL
+            .into_iter()
+            .find(|c| c.key() == key || c.id() == key)
+    }
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Worth a line; never a reason to stop a launch, even in enforce mode.
+    Warning,
+    /// The launch will fail or run far below its speed; enforce mode rejects it.
+    Error,
+}
+
+/// One problem with a launch, with everything the user needs to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Which check produced it; gives the ID and the policy key.
+    pub check: CheckKind,
+    /// [`Severity::Error`] findings are rejected in enforce mode; warnings only ever print.
+    pub severity: Severity,
+    /// What is wrong, e.g. `this GPU step gets 1 CPU per task`.
+    pub what: String,
+    /// Why it matters, e.g. the bandwidth it costs.
+    pub why: String,
+    /// The exact fix, e.g. `add --cpus-per-task=24 to srun`.
+    pub fix: String,
+}
+
+impl Finding {
+    /// The finding's stable ID (`launch.cpus_per_task`, …).
+    pub fn id(&self) -> &'static str {
+        self.check.id()
+    }
+}
+
+impl fmt::Display for Finding {
+    /// `launchguard: <id>: <what>; <why>; <fix>` on one line. Newlines inside the parts (which could
+    /// only come from user-controlled values echoed back) are replaced so the finding stays one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "launchguard: {}: {}; {}; {}",
+            self.id(),
+            one_line(&self.what),
+            one_line(&self.why),
+            one_line(&self.fix)
+        )
+    }
+}
+
+fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains(['\n', '\r']) {
+        std::borrow::Cow::Owned(s.replace(['\n', '\r'], " "))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// Shortens a user-supplied value for echoing it back in a message (at most `max` chars, `…` after).
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finding_renders_as_one_line_with_id_what_why_fix() {
+        let f = Finding {
+            check: CheckKind::ExportAll,
+            severity: Severity::Error,
+            what: "a\nb".into(),
+            why: "c".into(),
+            fix: "d".into(),
+        };
+        assert_eq!(f.to_string(), "launchguard: launch.export_all: a b; c; d");
+    }
+
+    #[test]
+    fn check_lookup_accepts_key_and_id() {
+        assert_eq!(
+            CheckKind::from_key("cpus_per_task"),
+            Some(CheckKind::CpusPerTask)
+        );
+        assert_eq!(
+            CheckKind::from_key("launch.export_all"),
+            Some(CheckKind::ExportAll)
+        );
+        assert_eq!(CheckKind::from_key("nope"), None);
+    }
+
+    #[test]
+    fn clip_shortens_long_values() {
+        assert_eq!(clip("abcdef", 3), "abc…");
+        assert_eq!(clip("abc", 3), "abc");
+    }
+}

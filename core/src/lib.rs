@@ -1,0 +1,17 @@
+//! launchguard's shared check logic.
+//!
+//! Everything here is pure: callers gather facts (srun's argv, environment variables, SPANK items, node
+//! facts) and hand them in; the evaluators return [`Finding`]s. The SPANK plugin (`spank_launchguard.so`)
+//! and the `launchguard` binary use the same evaluators and the same finding IDs, so one rule lives in one
+//! place. No `unsafe`, no I/O, no threads: this crate is linked into every `srun` and `slurmstepd`.
+#![forbid(unsafe_code)]
+
+pub mod argv;
+pub mod checks;
+pub mod finding;
+pub mod policy;
+pub mod release;
+
+pub use finding::{CheckKind, Finding};
+pub use policy::{Mode, Policy};
+pub use release::SlurmRelease;

@@ -1,0 +1,313 @@
+//! The plugstack arguments: what an admin writes after the .so path in `plugstack.conf`.
+//!
+//! ```text
+//! required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so mode=warn cpus_per_task=enforce
+//! ```
+//!
+//! Rules (documented in the README's "Plugstack arguments" table):
+//! - `mode=enforce|warn|off` is the default for every check (default `warn`);
+//! - `<check>=enforce|warn|off` overrides one check (`cpus_per_task`, `export_all`, `export_split`);
+//! - `gpu_steps_only=yes|no` (default `yes`) applies the CPU rule only to steps that get GPUs;
+//! - `min_cpus_per_task=N|auto` (default `auto`: the node's CPUs divided by its GPUs).
+//!
+//! A bad argument never makes the plugin fail a job: it is reported as an [`ArgProblem`] and that
+//! argument keeps its safe default. `launchguard check-args` prints the same problems and exits 2.
+
+use crate::finding::CheckKind;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What a check does with its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// Error findings stop the launch (the plugin must be listed `required`); warnings print.
+    Enforce,
+    /// Every finding prints one line; the launch goes on.
+    Warn,
+    /// Silence.
+    Off,
+}
+
+impl Mode {
+    /// Parses `enforce`, `warn` or `off` (case-insensitive).
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s.to_ascii_lowercase().as_str() {
+            "enforce" => Some(Mode::Enforce),
+            "warn" => Some(Mode::Warn),
+            "off" => Some(Mode::Off),
+            _ => None,
+        }
+    }
+
+    /// The spelling used in plugstack arguments.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Warn => "warn",
+            Mode::Off => "off",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `min_cpus_per_task=N|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinCpus {
+    /// The node's CPUs divided by its GPUs (e.g. 192 / 8 = 24), when both are known.
+    Auto,
+    /// A fixed number of CPUs per task for GPU steps.
+    Fixed(u32),
+}
+
+/// The effective policy after parsing the plugstack arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Default mode for every check (`mode=`).
+    pub mode: Mode,
+    /// Per-check overrides (`cpus_per_task=enforce`, …).
+    pub overrides: BTreeMap<CheckKind, Mode>,
+    /// `gpu_steps_only=yes|no`.
+    pub gpu_steps_only: bool,
+    /// `min_cpus_per_task=N|auto`.
+    pub min_cpus_per_task: MinCpus,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            mode: Mode::Warn,
+            overrides: BTreeMap::new(),
+            gpu_steps_only: true,
+            min_cpus_per_task: MinCpus::Auto,
+        }
+    }
+}
+
+impl Policy {
+    /// The mode in force for one check.
+    pub fn mode_for(&self, check: CheckKind) -> Mode {
+        self.overrides.get(&check).copied().unwrap_or(self.mode)
+    }
+
+    /// Whether every check is off (the plugin can return at once).
+    pub fn all_off(&self) -> bool {
+        CheckKind::ALL
+            .into_iter()
+            .all(|c| self.mode_for(c) == Mode::Off)
+    }
+
+    /// The effective policy as `key=value` words, one per line, in plugstack syntax.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = vec![format!("mode={}", self.mode)];
+        for c in CheckKind::ALL {
+            let src = if self.overrides.contains_key(&c) {
+                ""
+            } else {
+                " (from mode)"
+            };
+            out.push(format!("{}={}{}", c.key(), self.mode_for(c), src));
+        }
+        out.push(format!(
+            "gpu_steps_only={}",
+            if self.gpu_steps_only { "yes" } else { "no" }
+        ));
+        out.push(match self.min_cpus_per_task {
+            MinCpus::Auto => "min_cpus_per_task=auto".to_string(),
+            MinCpus::Fixed(n) => format!("min_cpus_per_task={n}"),
+        });
+        out
+    }
+}
+
+/// One plugstack argument that could not be used. Its `Display` is the one line logged by the plugin
+/// and printed by `launchguard check-args`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgProblem {
+    /// The argument as written (clipped to 80 characters).
+    pub arg: String,
+    /// What is wrong with it and which default applies instead.
+    pub problem: String,
+}
+
+impl fmt::Display for ArgProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "launchguard: plugstack argument '{}': {}",
+            self.arg, self.problem
+        )
+    }
+}
+
+/// Keys accepted by [`parse_args`]; listed in problems about unknown keys.
+pub const KNOWN_KEYS: &[&str] = &[
+    "mode",
+    "cpus_per_task",
+    "export_all",
+    "export_split",
+    "gpu_steps_only",
+    "min_cpus_per_task",
+];
+
+/// Parses plugstack arguments (each a `key=value` word) into a [`Policy`].
+///
+/// Never fails: every unusable argument becomes an [`ArgProblem`] and keeps its default. Later
+/// arguments override earlier ones.
+pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
+    let mut policy = Policy::default();
+    let mut problems = Vec::new();
+    for raw in args {
+        let raw = raw.as_ref();
+        let shown = crate::finding::clip(raw, 80);
+        let mut problem = |p: String| {
+            problems.push(ArgProblem {
+                arg: shown.clone(),
+                problem: p,
+            })
+        };
+        let Some((key, value)) = raw.split_once('=') else {
+            problem(format!(
+                "expected key=value (known keys: {}); ignored",
+                KNOWN_KEYS.join(", ")
+            ));
+            continue;
+        };
+        let key = key.trim();
+        let value = value.trim();
+        match key {
+            "mode" => match Mode::parse(value) {
+                Some(m) => policy.mode = m,
+                None => problem(format!(
+                    "'{}' is not enforce|warn|off; using the default mode=warn",
+                    crate::finding::clip(value, 40)
+                )),
+            },
+            "gpu_steps_only" => match parse_bool(value) {
+                Some(b) => policy.gpu_steps_only = b,
+                None => problem(format!(
+                    "'{}' is not yes|no; using the default gpu_steps_only=yes",
+                    crate::finding::clip(value, 40)
+                )),
+            },
+            "min_cpus_per_task" => {
+                if value.eq_ignore_ascii_case("auto") {
+                    policy.min_cpus_per_task = MinCpus::Auto;
+                } else {
+                    match value.parse::<u32>() {
+                        Ok(n) if (1..=4096).contains(&n) => {
+                            policy.min_cpus_per_task = MinCpus::Fixed(n)
+                        }
+                        _ => problem(format!(
+                            "'{}' is not a number from 1 to 4096 or auto; using the default min_cpus_per_task=auto",
+                            crate::finding::clip(value, 40)
+                        )),
+                    }
+                }
+            }
+            _ => match CheckKind::from_key(key) {
+                Some(check) => match Mode::parse(value) {
+                    Some(m) => {
+                        policy.overrides.insert(check, m);
+                    }
+                    None => problem(format!(
+                        "'{}' is not enforce|warn|off; {} follows mode= instead",
+                        crate::finding::clip(value, 40),
+                        check.key()
+                    )),
+                },
+                None => problem(format!(
+                    "unknown key '{}' (known keys: {}); ignored",
+                    crate::finding::clip(key, 40),
+                    KNOWN_KEYS.join(", ")
+                )),
+            },
+        }
+    }
+    (policy, problems)
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" | "on" => Some(true),
+        "no" | "false" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_warn_gpu_only_auto() {
+        let (p, probs) = parse_args::<&str>(&[]);
+        assert!(probs.is_empty());
+        assert_eq!(p, Policy::default());
+        assert_eq!(p.mode_for(CheckKind::CpusPerTask), Mode::Warn);
+    }
+
+    #[test]
+    fn per_check_override_beats_mode_in_any_order() {
+        let (p, probs) = parse_args(&["cpus_per_task=enforce", "mode=off"]);
+        assert!(probs.is_empty());
+        assert_eq!(p.mode_for(CheckKind::CpusPerTask), Mode::Enforce);
+        assert_eq!(p.mode_for(CheckKind::ExportAll), Mode::Off);
+        assert!(!p.all_off());
+    }
+
+    #[test]
+    fn bad_arguments_keep_safe_defaults_and_are_named() {
+        let table: &[(&str, &str)] = &[
+            ("mode=wran", "'wran' is not enforce|warn|off"),
+            ("colour=red", "unknown key 'colour'"),
+            ("justaword", "expected key=value"),
+            ("min_cpus_per_task=0", "not a number from 1 to 4096"),
+            ("min_cpus_per_task=-1", "not a number from 1 to 4096"),
+            (
+                "min_cpus_per_task=99999999999",
+                "not a number from 1 to 4096",
+            ),
+            ("gpu_steps_only=maybe", "not yes|no"),
+            ("export_all=loud", "export_all follows mode="),
+        ];
+        for (arg, want) in table {
+            let (p, probs) = parse_args(&[*arg]);
+            assert_eq!(probs.len(), 1, "{arg}");
+            assert_eq!(probs[0].arg, *arg);
+            assert!(
+                probs[0].problem.contains(want),
+                "{arg}: {}",
+                probs[0].problem
+            );
+            assert_eq!(p, Policy::default(), "{arg} must leave the defaults");
+        }
+    }
+
+    #[test]
+    fn values_parse_case_insensitively() {
+        let (p, probs) = parse_args(&[
+            "mode=ENFORCE",
+            "gpu_steps_only=No",
+            "min_cpus_per_task=24",
+            "launch.export_split=off",
+        ]);
+        assert!(probs.is_empty(), "{probs:?}");
+        assert_eq!(p.mode, Mode::Enforce);
+        assert!(!p.gpu_steps_only);
+        assert_eq!(p.min_cpus_per_task, MinCpus::Fixed(24));
+        assert_eq!(p.mode_for(CheckKind::ExportSplit), Mode::Off);
+    }
+
+    #[test]
+    fn describe_lists_every_check() {
+        let (p, _) = parse_args(&["cpus_per_task=enforce"]);
+        let d = p.describe();
+        assert!(d.contains(&"cpus_per_task=enforce".to_string()));
+        assert!(d.contains(&"export_all=warn (from mode)".to_string()));
+    }
+}

@@ -1,0 +1,112 @@
+//! The running Slurm release, and the launch rules that differ between releases.
+//!
+//! Sources: Slurm 23.11 release notes and the srun(1) man pages of 22.05–24.11; measured on 22.05.8
+//! in `shared/design/spank-facts.md`.
+
+use std::fmt;
+
+/// A Slurm release as `major.minor` (e.g. 22.05, 23.11, 24.11). SPANK plugins load only on the
+/// major.minor they were built for, so this is also the release the plugin runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlurmRelease {
+    /// Year-like major number, e.g. 22.
+    pub major: u16,
+    /// Month-like minor number, e.g. 5 for 22.05.
+    pub minor: u16,
+}
+
+impl SlurmRelease {
+    /// Builds a release from numbers.
+    pub const fn new(major: u16, minor: u16) -> Self {
+        SlurmRelease { major, minor }
+    }
+
+    /// From `SLURM_VERSION_NUMBER` (`0xMMmmuu`, see `slurm_version.h`), e.g. `0x160508` → 22.05.
+    pub const fn from_version_number(n: u32) -> Self {
+        SlurmRelease {
+            major: ((n >> 16) & 0xff) as u16,
+            minor: ((n >> 8) & 0xff) as u16,
+        }
+    }
+
+    /// From the strings SPANK gives for `S_SLURM_VERSION_MAJOR` / `S_SLURM_VERSION_MINOR`
+    /// (e.g. `"22"`, `"05"`). `None` when either is not a number.
+    pub fn from_parts(major: &str, minor: &str) -> Option<Self> {
+        Some(SlurmRelease {
+            major: major.trim().parse().ok()?,
+            minor: minor.trim().parse().ok()?,
+        })
+    }
+
+    /// Parses `"22.05"`, `"22.05.8"` or `"24.11.5"`.
+    pub fn parse(s: &str) -> Option<Self> {
+        let mut it = s.trim().split('.');
+        let major = it.next()?;
+        let minor = it.next()?;
+        Self::from_parts(major, minor)
+    }
+
+    /// Whether srun reads `SLURM_CPUS_PER_TASK` from its environment (23.11 and later). 22.05 and
+    /// 23.02 read only `SRUN_CPUS_PER_TASK`, so `#SBATCH -c N` does not reach a plain `srun`.
+    pub fn srun_reads_slurm_cpus_per_task(self) -> bool {
+        self >= SlurmRelease::new(23, 11)
+    }
+
+    /// The environment variable this release's srun takes `--cpus-per-task` from.
+    pub fn srun_cpus_env_var(self) -> &'static str {
+        if self.srun_reads_slurm_cpus_per_task() {
+            "SLURM_CPUS_PER_TASK"
+        } else {
+            "SRUN_CPUS_PER_TASK"
+        }
+    }
+}
+
+impl fmt::Display for SlurmRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:02}", self.major, self.minor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_env_var_follows_the_release() {
+        let table = [
+            ("22.05", "SRUN_CPUS_PER_TASK"),
+            ("23.02", "SRUN_CPUS_PER_TASK"),
+            ("23.11", "SLURM_CPUS_PER_TASK"),
+            ("24.05", "SLURM_CPUS_PER_TASK"),
+            ("24.11", "SLURM_CPUS_PER_TASK"),
+            ("25.05", "SLURM_CPUS_PER_TASK"),
+        ];
+        for (rel, var) in table {
+            assert_eq!(
+                SlurmRelease::parse(rel).unwrap().srun_cpus_env_var(),
+                var,
+                "{rel}"
+            );
+        }
+    }
+
+    #[test]
+    fn parses_version_number_and_strings() {
+        assert_eq!(
+            SlurmRelease::from_version_number(0x160508),
+            SlurmRelease::new(22, 5)
+        );
+        assert_eq!(
+            SlurmRelease::from_version_number(0x180b05),
+            SlurmRelease::new(24, 11)
+        );
+        assert_eq!(
+            SlurmRelease::from_parts("22", "05"),
+            Some(SlurmRelease::new(22, 5))
+        );
+        assert_eq!(SlurmRelease::parse("24.11.5").unwrap().to_string(), "24.11");
+        assert_eq!(SlurmRelease::parse("x.y"), None);
+        assert_eq!(SlurmRelease::parse("22"), None);
+    }
+}
