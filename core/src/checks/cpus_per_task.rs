@@ -50,13 +50,15 @@ impl MinSource {
     }
 }
 
-/// `min_cpus_per_task`, resolved: the admin's number, or the node's CPUs ÷ GPUs when both are known.
+/// `min_cpus_per_task`, resolved: the admin's number, or the node's CPUs ÷ GPUs when both are known
+/// and the quotient is at least 2.
 pub fn min_cpus(policy: &Policy, node: &NodeFacts) -> Option<MinSource> {
     match policy.min_cpus_per_task {
         MinCpus::Fixed(n) => Some(MinSource::Admin(n)),
         MinCpus::Auto => {
             let (cpus, gpus) = (node.cpus?, node.gpus?);
-            (gpus > 0 && cpus >= gpus).then_some(MinSource::Node {
+            // Fewer than 2 CPUs per GPU gives no useful advice (the finding is about 1 CPU per task).
+            (gpus > 0 && cpus / gpus >= 2).then_some(MinSource::Node {
                 per_gpu: cpus / gpus,
                 cpus,
                 gpus,

@@ -1,0 +1,86 @@
+//! sbatch and salloc (`init_post_opt`, allocator context): warns about an `--export` without `ALL`,
+//! which every srun inside the job inherits as `SLURM_EXPORT_ENV`. Never rejects: `--export=NONE` is
+//! a legitimate choice for the batch script itself.
+
+use crate::ffi::{self, Spank};
+use crate::gather;
+use launchguard_core::argv::{self, ParsedArgv, Tool};
+use launchguard_core::checks::{export, judge};
+use launchguard_core::policy::parse_args;
+use std::io::Read;
+
+/// Most bytes of a batch script read for `#SBATCH` lines.
+const MAX_SCRIPT: u64 = 256 * 1024;
+
+/// Runs the submission-side checks; always lets the submission go on.
+pub fn init_post_opt(sp: &Spank) -> bool {
+    let (policy, problems) = parse_args(sp.args());
+    for p in &problems {
+        ffi::log_error(&p.to_string());
+    }
+    if policy.all_off() {
+        return true;
+    }
+    let argv = gather::own_argv();
+    let Some(tool) = argv.first().and_then(|a| Tool::from_argv0(a)) else {
+        return true;
+    };
+    let parsed = argv::parse(tool, &argv);
+    let script = (tool == Tool::Sbatch && !parsed.has("wrap"))
+        .then(|| parsed.operands.first())
+        .flatten()
+        .and_then(|path| script_directives(path));
+    let env = |n: &str| std::env::var(n).ok();
+    let verdict = judge(
+        export::check_allocation(&parsed, script.as_ref(), &env),
+        &policy,
+    );
+    for f in &verdict.shown {
+        ffi::log_user(&f.to_string());
+    }
+    true
+}
+
+/// The options on a batch script's `#SBATCH` lines (sbatch(1): read until the first line that is
+/// neither a comment nor blank), parsed like sbatch's command line. `None` when the script is not a
+/// readable regular file.
+fn script_directives(path: &str) -> Option<ParsedArgv> {
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut raw = Vec::new();
+    f.take(MAX_SCRIPT).read_to_end(&mut raw).ok()?;
+    let text = String::from_utf8_lossy(&raw);
+    Some(argv::parse(Tool::Sbatch, &sbatch_words(&text)))
+}
+
+/// `["sbatch", <words of every #SBATCH line>…]`, stopping at the first command line.
+pub fn sbatch_words(script: &str) -> Vec<String> {
+    let mut words = vec!["sbatch".to_string()];
+    for line in script.lines().skip(1) {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if !t.starts_with('#') {
+            break;
+        }
+        if let Some(rest) = t.strip_prefix("#SBATCH") {
+            let rest = rest.split(" #").next().unwrap_or("");
+            words.extend(rest.split_whitespace().map(str::to_string));
+        }
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sbatch_lines_end_at_the_first_command() {
+        let s = "#!/bin/bash\n#SBATCH -c 2\n\n#SBATCH --export=NONE # clean env\nsrun x\n#SBATCH --export=ALL\n";
+        assert_eq!(sbatch_words(s), vec!["sbatch", "-c", "2", "--export=NONE"]);
+    }
+}

@@ -1,0 +1,21 @@
+//! `spank_launchguard.so`: launchguard's SPANK plugin.
+//!
+//! Listed in `plugstack.conf` next to Pyxis, it checks every launch and tells the user, on their
+//! terminal, what is wrong and how to fix it, before GPU time is wasted:
+//!
+//! | process (context)              | callback               | module        |
+//! |--------------------------------|------------------------|---------------|
+//! | srun (local)                   | `init_post_opt`        | [`srun`]      |
+//! | sbatch, salloc (allocator)     | `init_post_opt`        | [`allocator`] |
+//! | slurmstepd (remote), per node  | `user_init`            | [`stepd`]     |
+//! | slurmstepd task child (remote) | `task_init_privileged` | [`stepd`]     |
+//!
+//! All `unsafe` lives in [`ffi`]. The plugin starts no threads, makes no network calls, and fails open:
+//! a panic or an unreadable fact lets the launch go on.
+
+pub mod allocator;
+pub mod dispatch;
+pub mod ffi;
+pub mod gather;
+pub mod srun;
+pub mod stepd;

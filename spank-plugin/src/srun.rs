@@ -1,0 +1,47 @@
+//! srun, before allocation (`init_post_opt`, local context): judges srun's own argv and environment.
+//!
+//! A rejection here stops srun before any allocation with exit code 1 and Slurm's own line
+//! `Plugin stack post-option processing failed` after ours (spank-facts.md, "Rejecting and warning").
+
+use crate::ffi::{self, Spank};
+use crate::gather;
+use launchguard_core::argv::{self, Tool};
+use launchguard_core::checks::marker::{self, SrunMarker};
+use launchguard_core::checks::{cpus_per_task, export, judge};
+use launchguard_core::policy::parse_args;
+use launchguard_core::{CheckKind, Mode};
+
+/// Runs the srun-side checks; `false` stops the launch.
+pub fn init_post_opt(sp: &Spank) -> bool {
+    let (policy, problems) = parse_args(sp.args());
+    for p in &problems {
+        ffi::log_error(&p.to_string());
+    }
+    if policy.all_off() {
+        return true;
+    }
+    let argv = gather::own_argv();
+    let parsed = argv::parse(Tool::Srun, &argv);
+    let env = |n: &str| std::env::var(n).ok();
+    let release = gather::release(sp);
+
+    let mut findings = vec![];
+    let mut predicted = None;
+    if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
+        let node = gather::srun_node_facts();
+        let (f, cpt) = cpus_per_task::check_srun(release, &parsed, &env, &node, &policy);
+        findings.extend(f);
+        predicted = cpt;
+    }
+    findings.extend(export::check_srun(&parsed, &env));
+    let verdict = judge(findings, &policy);
+    for f in &verdict.shown {
+        ffi::log_user(&f.to_string());
+    }
+    let m = SrunMarker {
+        cpus_per_task: predicted,
+        reported: verdict.shown.iter().map(|f| f.id().to_string()).collect(),
+    };
+    ffi::set_srun_env(marker::VAR, &m.encode());
+    !verdict.reject
+}
