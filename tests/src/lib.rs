@@ -1,1 +1,163 @@
-//! Helpers for the integration tests in `tests/tests/`.
+//! Harness for launchguard's integration tests: they drive the real one-node Slurm that
+//! `scripts/cluster.sh up` starts (munged, slurmctld, slurmd; cgroup v1 with two fake GPUs) and run
+//! real `srun`/`sbatch` as root and as the non-root user `lgtest`.
+//!
+//! Tests that change the plugstack line take [`lock`] first, so they run one at a time even when the
+//! test runner uses several threads.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, Once};
+
+/// Where `scripts/cluster.sh install-plugin` puts the plugin; the plugstack line points here.
+pub const PLUGIN_PATH: &str = "/usr/local/lib/launchguard/spank_launchguard.so";
+/// launchguard's plugstack drop-in.
+pub const DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
+/// The non-root user the cluster script creates.
+pub const USER: &str = "lgtest";
+/// A slurm.conf identical to the cluster's but with an empty plugstack: an srun that uses it behaves
+/// like one on a login node without launchguard, so only slurmstepd's checks run.
+pub const LOGIN_CONF: &str = "/tmp/lg-login/slurm.conf";
+/// Scratch directory for job scripts and outputs (mode 1777).
+pub const SCRATCH: &str = "/tmp/lg-tests";
+
+static LOCK: Mutex<()> = Mutex::new(());
+static SETUP: Once = Once::new();
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// Serialises tests that change the plugstack, and on first use checks the cluster, installs the
+/// freshly built plugin and writes the login-node config. Panics with the command to run when the
+/// cluster is not up.
+pub fn lock() -> MutexGuard<'static, ()> {
+    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    SETUP.call_once(setup);
+    g
+}
+
+fn sh(cmd: &str) -> std::process::Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .expect("bash runs")
+}
+
+fn setup() {
+    assert!(
+        sh("scontrol ping").status.success(),
+        "no Slurm cluster answers: run `scripts/cluster.sh up` as root (scripts/test.sh does it)"
+    );
+    let so = repo_root().join("target/release/libspank_launchguard.so");
+    assert!(
+        so.exists(),
+        "{} is not built: run `cargo build --release -p spank-launchguard` (scripts/test.sh does it)",
+        so.display()
+    );
+    let out = sh(&format!(
+        "mkdir -p /usr/local/lib/launchguard && cp {} {PLUGIN_PATH}.tmp && chmod 755 {PLUGIN_PATH}.tmp && mv -f {PLUGIN_PATH}.tmp {PLUGIN_PATH} \
+         && mkdir -p /tmp/lg-login {SCRATCH} && chmod 1777 {SCRATCH} \
+         && sed 's#^PlugStackConfig=.*#PlugStackConfig=/tmp/lg-login/plugstack.conf#' /etc/slurm/slurm.conf > {LOGIN_CONF} \
+         && : > /tmp/lg-login/plugstack.conf && chmod -R a+rX /tmp/lg-login",
+        so.display()
+    ));
+    assert!(out.status.success(), "setup failed: {out:?}");
+}
+
+/// Lists launchguard in plugstack with these arguments (`required <plugin> <args>`), atomically.
+pub fn plugstack(args: &str) {
+    let tmp = format!("{DROPIN}.tmp");
+    std::fs::write(&tmp, format!("required {PLUGIN_PATH} {args}\n")).expect("write plugstack");
+    std::fs::rename(&tmp, DROPIN).expect("rename plugstack");
+}
+
+/// Removes launchguard from plugstack.
+pub fn no_plugstack() {
+    let _ = std::fs::remove_file(DROPIN);
+}
+
+/// What a command printed and how it exited.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Lines of stderr that launchguard printed as findings.
+    pub fn findings(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .chain(self.stdout.lines())
+            .filter(|l| l.starts_with("launchguard: launch."))
+            .collect()
+    }
+
+    /// Whether any output mentions launchguard at all.
+    pub fn mentions_launchguard(&self) -> bool {
+        self.stderr.contains("launchguard") || self.stdout.contains("launchguard")
+    }
+}
+
+/// Who runs a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum As {
+    /// root.
+    Root,
+    /// The non-root user [`USER`].
+    User,
+}
+
+/// Runs a command line (argv) as `who`, in /tmp, with extra environment variables, with a 60 s
+/// timeout so a hung launch fails the test instead of hanging it.
+pub fn run(who: As, env: &[(&str, &str)], argv: &[&str]) -> Run {
+    let mut c = Command::new("timeout");
+    c.arg("60");
+    if who == As::User {
+        c.args(["runuser", "-u", USER, "--"]);
+    }
+    c.arg("env");
+    for (k, v) in env {
+        c.arg(format!("{k}={v}"));
+    }
+    c.args(argv);
+    c.current_dir("/tmp");
+    let out = c.output().expect("spawn");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `srun ARGS…` as `who`.
+pub fn srun(who: As, args: &[&str]) -> Run {
+    let mut argv = vec!["srun"];
+    argv.extend_from_slice(args);
+    run(who, &[], &argv)
+}
+
+/// Submits `script` with `sbatch -W` (waits for the job) as `who` with extra sbatch arguments, and
+/// returns sbatch's own run and the job's output file (stdout and stderr together).
+pub fn sbatch(who: As, name: &str, extra: &[&str], script: &str) -> (Run, String) {
+    let path = format!("{SCRATCH}/{name}.sh");
+    let out = format!("{SCRATCH}/{name}.out");
+    let _ = std::fs::remove_file(&out);
+    std::fs::write(&path, script).expect("write script");
+    let mut argv = vec!["sbatch", "-W", "-o", out.as_str()];
+    argv.extend_from_slice(extra);
+    argv.push(path.as_str());
+    let r = run(who, &[], &argv);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    (r, text)
+}

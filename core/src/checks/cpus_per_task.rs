@@ -241,7 +241,11 @@ pub fn check_step(
         }
     }
     let what_step = if step.gpus > 0 {
-        format!("GPU step ({} GPUs on this node)", step.gpus)
+        format!(
+            "GPU step ({} GPU{} on this node)",
+            step.gpus,
+            if step.gpus == 1 { "" } else { "s" }
+        )
     } else {
         "step".to_string()
     };

@@ -1,0 +1,420 @@
+//! End-to-end launches on the real cluster: the exact line the user sees and srun's exit code.
+//!
+//! Needs `scripts/cluster.sh up` (root) and `cargo build --release -p spank-launchguard`;
+//! `scripts/test.sh` does both. The cluster has 2 fake GPUs (`--gres=gpu:N` gives a GPU step).
+
+use launchguard_tests::{lock, no_plugstack, plugstack, run, sbatch, srun, As, Run, LOGIN_CONF};
+
+/// The running Slurm release as (major, minor), from `srun --version` ("slurm-wlm 22.05.8").
+fn release() -> (u16, u16) {
+    let r = run(As::Root, &[], &["srun", "--version"]);
+    let v = r.stdout.split_whitespace().nth(1).expect("srun --version");
+    let mut it = v.split('.');
+    let major = it.next().and_then(|x| x.parse().ok()).expect("major");
+    let minor = it.next().and_then(|x| x.parse().ok()).expect("minor");
+    (major, minor)
+}
+
+fn reads_slurm_cpus() -> bool {
+    release() >= (23, 11)
+}
+
+const WHY_ONE: &str = "NCCL and data-loader threads of each rank share one core, so NCCL bandwidth drops to 1/4-1/10 with no error";
+
+/// The line for a GPU step without -c, with `min_cpus_per_task=4` in plugstack.
+fn no_cpt_line() -> String {
+    let fix = if reads_slurm_cpus() {
+        let (a, b) = release();
+        format!("add --cpus-per-task=4 to srun (min_cpus_per_task=4 set by the admin), or set it once with #SBATCH --cpus-per-task=4 (srun {a}.{b:02} inherits SLURM_CPUS_PER_TASK)")
+    } else {
+        "add --cpus-per-task=4 to srun (min_cpus_per_task=4 set by the admin), or export SRUN_CPUS_PER_TASK=4 before srun".to_string()
+    };
+    format!(
+        "launchguard: launch.cpus_per_task: this GPU step gets 1 CPU per task: srun has no -c/--cpus-per-task; {WHY_ONE}; {fix}"
+    )
+}
+
+const EXPORT_FOO_LINE: &str = "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; use --export=ALL,FOO=1";
+
+/// Whether slurmstepd itself printed its execve failure (not launchguard's quote of it).
+fn slurm_execve_error(r: &Run) -> bool {
+    r.stderr.lines().any(|l| {
+        l.starts_with("slurmstepd") && l.contains("execve(): hostname: No such file or directory")
+    })
+}
+
+fn assert_silent(r: &Run) {
+    assert!(!r.mentions_launchguard(), "launchguard spoke: {r:#?}");
+}
+
+#[test]
+fn healthy_launches_print_nothing_and_run() {
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=2");
+    for who in [As::User, As::Root] {
+        let r = srun(who, &["-c", "2", "--gres=gpu:1", "hostname"]);
+        assert_eq!(r.code, 0, "{r:#?}");
+        assert!(!r.stdout.trim().is_empty());
+        assert_silent(&r);
+        let r = srun(who, &["--export=ALL,FOO=1", "printenv", "FOO"]);
+        assert_eq!((r.code, r.stdout.as_str()), (0, "1\n"), "{r:#?}");
+        assert_silent(&r);
+        let r = srun(who, &["-n2", "true"]);
+        assert_eq!(r.code, 0, "{r:#?}");
+        assert_silent(&r);
+    }
+}
+
+#[test]
+fn gpu_step_without_cpus_per_task_is_rejected_in_enforce_mode() {
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=4");
+    let r = srun(As::User, &["--gres=gpu:1", "echo", "ran"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![no_cpt_line().as_str()], "{r:#?}");
+    assert!(r.stdout.is_empty(), "the step must not run: {r:#?}");
+    assert!(r
+        .stderr
+        .contains("Plugin stack post-option processing failed"));
+}
+
+#[test]
+fn gpu_step_without_cpus_per_task_warns_and_runs_in_warn_mode() {
+    let _g = lock();
+    plugstack("mode=warn min_cpus_per_task=4");
+    let r = srun(As::User, &["--gpus=1", "echo", "ran"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_eq!(r.stdout, "ran\n");
+    assert_eq!(r.findings(), vec![no_cpt_line().as_str()], "{r:#?}");
+    // warn is the default mode
+    plugstack("min_cpus_per_task=4");
+    let r = srun(As::User, &["-G", "1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(r.findings(), vec![no_cpt_line().as_str()], "{r:#?}");
+}
+
+#[test]
+fn off_mode_is_silent() {
+    let _g = lock();
+    plugstack("mode=off");
+    let r = srun(As::User, &["--gres=gpu:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_silent(&r);
+    let r = srun(As::User, &["--export=FOO=1", "hostname"]);
+    assert_eq!(r.code, 2, "slurm's own execve failure: {r:#?}");
+    assert_silent(&r);
+    // a per-check override beats the mode
+    plugstack("mode=enforce cpus_per_task=off");
+    let r = srun(As::User, &["--gres=gpu:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_silent(&r);
+}
+
+#[test]
+fn fewer_cpus_than_the_minimum_only_warns_even_in_enforce_mode() {
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=2");
+    let r = srun(As::User, &["-c", "1", "--gres=gpu:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.cpus_per_task: this GPU step asks for 1 CPU per task, fewer than the site's minimum (2); \
+              NCCL proxy and data-loader threads compete for too few cores, which costs bandwidth and step time; \
+              use --cpus-per-task=2 (min_cpus_per_task=2 set by the admin)"],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn export_without_all_is_rejected_before_allocation_in_enforce_mode() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    let r = srun(As::User, &["--export=FOO=1", "hostname"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![EXPORT_FOO_LINE], "{r:#?}");
+    assert!(!slurm_execve_error(&r), "rejected before launch: {r:#?}");
+    for args in [
+        &["--export=NONE", "hostname"][..],
+        &["--export", "NONE", "hostname"][..],
+    ] {
+        let r = srun(As::User, args);
+        assert_eq!(r.code, 1, "{r:#?}");
+        assert_eq!(
+            r.findings(),
+            vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so the step gets none of your environment; \
+                  the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+                  use --export=ALL"],
+            "{r:#?}"
+        );
+    }
+    // SRUN_EXPORT_ENV is srun's input variable for --export
+    let r = run(
+        As::User,
+        &[("SRUN_EXPORT_ENV", "FOO=1")],
+        &["srun", "hostname"],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.export_all: SRUN_EXPORT_ENV=FOO=1 does not include ALL, so the step gets none of your environment; \
+              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              set SRUN_EXPORT_ENV=ALL,FOO=1 or pass --export=ALL,FOO=1 to srun"],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn export_without_all_warns_in_warn_mode_and_slurm_fails_as_usual() {
+    let _g = lock();
+    plugstack("mode=warn");
+    let r = srun(As::User, &["--export=FOO=1", "hostname"]);
+    assert_eq!(r.code, 2, "{r:#?}");
+    // srun's warning only: slurmstepd sees srun already reported it
+    assert_eq!(r.findings(), vec![EXPORT_FOO_LINE], "{r:#?}");
+    assert!(slurm_execve_error(&r), "{r:#?}");
+}
+
+#[test]
+fn export_value_cut_at_a_comma_warns_and_the_step_runs() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    let r = srun(
+        As::User,
+        &[
+            "--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET",
+            "printenv",
+            "NCCL_DEBUG_SUBSYS",
+        ],
+    );
+    assert_eq!(r.code, 0, "a warning never rejects: {r:#?}");
+    assert_eq!(r.stdout, "INIT\n", "Slurm really cuts the value");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.export_split: --export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET is cut at the comma: \
+              the step gets NCCL_DEBUG_SUBSYS=INIT and 'NET' is read as a variable name; \
+              NCCL_DEBUG_SUBSYS silently loses part of its value, since Slurm splits --export on every comma; \
+              set it in the job script with export NCCL_DEBUG_SUBSYS=INIT,NET and pass --export=ALL (or no --export)"],
+        "{r:#?}"
+    );
+}
+
+const TRAP_SCRIPT: &str = "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nsrun bash -c 'echo step ran'\necho \"srun rc=$?\"\n";
+
+fn trap_line() -> String {
+    format!(
+        "launchguard: launch.cpus_per_task: this GPU step gets 1 CPU per task: srun 22.05 does not read SLURM_CPUS_PER_TASK=2 \
+         from the allocation (sbatch/salloc -c 2); {WHY_ONE}; \
+         add -c 2 to srun, or export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK in the job script before srun"
+    )
+}
+
+#[test]
+fn sbatch_c2_then_plain_srun_is_caught_on_22_05() {
+    if reads_slurm_cpus() {
+        eprintln!(
+            "skipped: srun {:?} inherits SLURM_CPUS_PER_TASK (see the 24.11 tests)",
+            release()
+        );
+        return;
+    }
+    let _g = lock();
+    plugstack("mode=warn");
+    let (r, out) = sbatch(As::User, "trap-warn", &[], TRAP_SCRIPT);
+    assert_eq!(r.code, 0, "{r:#?}");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("launchguard:"))
+        .collect();
+    assert_eq!(lines, vec![trap_line().as_str()], "{out}");
+    assert!(
+        out.contains("step ran\n") && out.contains("srun rc=0\n"),
+        "{out}"
+    );
+
+    plugstack("mode=enforce");
+    let (_, out) = sbatch(As::User, "trap-enforce", &[], TRAP_SCRIPT);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("launchguard:"))
+        .collect();
+    assert_eq!(lines, vec![trap_line().as_str()], "{out}");
+    assert!(!out.contains("step ran"), "{out}");
+    assert!(out.contains("srun rc=1\n"), "{out}");
+}
+
+#[test]
+fn following_the_trap_advice_silences_it() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    let fixed = TRAP_SCRIPT.replace(
+        "srun bash",
+        "export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\nsrun bash",
+    );
+    let (_, out) = sbatch(As::User, "trap-fixed-env", &[], &fixed);
+    assert_eq!(out, "step ran\nsrun rc=0\n");
+    let fixed = TRAP_SCRIPT.replace("srun bash", "srun -c 2 bash");
+    let (_, out) = sbatch(As::User, "trap-fixed-c", &[], &fixed);
+    assert_eq!(out, "step ran\nsrun rc=0\n");
+}
+
+#[test]
+fn sbatch_export_none_warns_at_submission_and_inner_srun_is_caught() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    let script = "#!/bin/bash\n/usr/bin/srun hostname\necho \"srun rc=$?\"\n";
+    let (r, out) = sbatch(As::User, "export-none", &["--export=NONE"], script);
+    assert_eq!(r.code, 0, "a submission is never rejected: {r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.export_all: --export=NONE does not include ALL: every srun in this job inherits SLURM_EXPORT_ENV=NONE; \
+              those steps get no PATH and fail with 'execve(): <command>: No such file or directory'; \
+              submit with --export=ALL or give each srun in the script --export=ALL"],
+        "{r:#?}"
+    );
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("launchguard:"))
+        .collect();
+    assert_eq!(
+        lines,
+        vec!["launchguard: launch.export_all: SLURM_EXPORT_ENV=NONE, inherited from the allocation (sbatch/salloc --export=NONE), \
+              gives this step none of your environment; \
+              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              add --export=ALL to this srun, or unset SLURM_EXPORT_ENV in the job script before srun"],
+        "{out}"
+    );
+    assert!(out.contains("srun rc=1\n"), "{out}");
+
+    // the same through an #SBATCH line
+    let script = "#!/bin/bash\n#SBATCH --export=NONE\n/usr/bin/srun --export=ALL hostname\necho \"srun rc=$?\"\n";
+    let (r, out) = sbatch(As::User, "export-none-directive", &[], script);
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+    assert!(r.findings()[0]
+        .starts_with("launchguard: launch.export_all: #SBATCH --export=NONE does not include ALL"));
+    assert!(
+        out.contains("srun rc=0\n"),
+        "--export=ALL on srun fixes it: {out}"
+    );
+}
+
+#[test]
+fn slurmstepd_judges_the_step_when_srun_had_no_launchguard() {
+    // An srun whose plugstack lacks launchguard (a login node without it): only slurmstepd's checks run.
+    let _g = lock();
+    let login = [("SLURM_CONF", LOGIN_CONF)];
+    plugstack("mode=enforce min_cpus_per_task=4");
+    let r = run(
+        As::User,
+        &login,
+        &["srun", "-n2", "--gres=gpu:2", "echo", "ran"],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(!r.stdout.contains("ran"), "{r:#?}");
+    let fix = if reads_slurm_cpus() {
+        "add --cpus-per-task=4 to srun (min_cpus_per_task=4 set by the admin), or set it once with #SBATCH --cpus-per-task=4".to_string()
+    } else {
+        "add --cpus-per-task=4 to srun (min_cpus_per_task=4 set by the admin), or export SRUN_CPUS_PER_TASK=4 before srun".to_string()
+    };
+    let want = format!(
+        "launchguard: launch.cpus_per_task: this GPU step (2 GPUs on this node) runs with 1 CPU per task; {WHY_ONE}; {fix}"
+    );
+    let got = r.findings();
+    assert_eq!(got.len(), 1, "printed once for 2 tasks: {r:#?}");
+    assert!(got[0].starts_with(&want), "{r:#?}");
+
+    let r = run(As::User, &login, &["srun", "--export=FOO=1", "hostname"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(!slurm_execve_error(&r), "stopped before execve: {r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.export_all: the step's environment has no PATH (srun --export without ALL, or SLURM_EXPORT_ENV=NONE from sbatch --export=NONE); \
+              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              run srun --export=ALL (or --export=ALL,VAR=value), or unset SLURM_EXPORT_ENV in the job script before srun"],
+        "{r:#?}"
+    );
+
+    plugstack("mode=warn min_cpus_per_task=4");
+    let r = run(As::User, &login, &["srun", "--gres=gpu:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+    assert!(r.findings()[0].starts_with("launchguard: launch.cpus_per_task: this GPU step (1 GPU on this node) runs with 1 CPU per task"));
+
+    plugstack("mode=warn min_cpus_per_task=2");
+    let r = run(
+        As::User,
+        &login,
+        &["srun", "-c", "2", "--gres=gpu:1", "echo", "ran"],
+    );
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_silent(&r);
+}
+
+#[test]
+fn bad_plugstack_arguments_are_named_and_jobs_still_run() {
+    let _g = lock();
+    plugstack("mode=wran colour=red min_cpus_per_task=-1");
+    let r = srun(As::User, &["-c", "2", "hostname"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert!(!r.stdout.trim().is_empty());
+    for want in [
+        "srun: error: launchguard: plugstack argument 'mode=wran': 'wran' is not enforce|warn|off; using the default mode=warn",
+        "srun: error: launchguard: plugstack argument 'colour=red': unknown key 'colour'",
+        "srun: error: launchguard: plugstack argument 'min_cpus_per_task=-1': '-1' is not a number from 1 to 4096 or auto",
+    ] {
+        assert!(r.stderr.contains(want), "missing {want:?}: {r:#?}");
+    }
+    // the bad mode fell back to warn, not enforce: the bad launch runs with a warning
+    let r = srun(As::User, &["--gres=gpu:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+}
+
+#[test]
+fn garbage_values_never_break_a_launch() {
+    let _g = lock();
+    // Differential: each launch must end the same with launchguard (warn) as without it.
+    let cases: Vec<(Vec<(&str, &str)>, Vec<&str>)> = vec![
+        (
+            vec![("SRUN_CPUS_PER_TASK", "abc")],
+            vec!["srun", "--gres=gpu:1", "true"],
+        ),
+        (
+            vec![("SRUN_CPUS_PER_TASK", "-1")],
+            vec!["srun", "--gres=gpu:1", "true"],
+        ),
+        (
+            vec![("SLURM_CPUS_PER_TASK", "99999999999999")],
+            vec!["srun", "--gres=gpu:1", "true"],
+        ),
+        (
+            vec![("SLURM_GPUS_ON_NODE", "\u{1}\u{2}")],
+            vec!["srun", "true"],
+        ),
+        (
+            vec![("SLURM_LAUNCHGUARD_SRUN", "v1;cpt=zz;reported=+++")],
+            vec!["srun", "true"],
+        ),
+        (vec![], vec!["srun", "-c", "", "true"]),
+        (vec![], vec!["srun", "--export=", "/bin/true"]),
+        (vec![], vec!["srun", "--gres=gpu:99999999999", "true"]),
+        (vec![], vec!["srun", "--cpus-per-task=0", "true"]),
+    ];
+    for (env, argv) in &cases {
+        no_plugstack();
+        let base = run(As::User, env, argv);
+        plugstack("mode=warn");
+        let with = run(As::User, env, argv);
+        assert_eq!(
+            base.code, with.code,
+            "{env:?} {argv:?}: {base:#?} vs {with:#?}"
+        );
+        assert_eq!(base.stdout, with.stdout, "{env:?} {argv:?}");
+        assert!(!with.stderr.contains("internal error"), "{with:#?}");
+    }
+    // a very long argv
+    let long = "x".repeat(100_000);
+    plugstack("mode=enforce");
+    let r = srun(As::User, &["--gres=gpu:1", "-c", "2", "echo", &long]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.len(), long.len() + 1);
+}
