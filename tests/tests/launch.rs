@@ -373,7 +373,8 @@ fn bad_plugstack_arguments_are_named_and_jobs_still_run() {
 fn garbage_values_never_break_a_launch() {
     let _g = lock();
     // Differential: each launch must end the same with launchguard (warn) as without it.
-    let cases: Vec<(Vec<(&str, &str)>, Vec<&str>)> = vec![
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         (
             vec![("SRUN_CPUS_PER_TASK", "abc")],
             vec!["srun", "--gres=gpu:1", "true"],

@@ -163,7 +163,8 @@ mod tests {
 
     #[test]
     fn gpu_steps_are_recognised_from_every_spelling() {
-        let table: &[(&[&str], &[(&str, &str)], GpuRequest)] = &[
+        type Row<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], GpuRequest);
+        let table: &[Row] = &[
             (
                 &["srun", "--gres=gpu:8", "x"],
                 &[],

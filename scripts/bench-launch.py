@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Launch overhead of spank_launchguard.so: `srun -n1 true` and `srun -n2 true`, interleaved, with the
+plugin listed (all checks on, warn mode) and without it. Prints medians and the ratio with/without.
+
+Run as root on the test cluster (scripts/cluster.sh up; the plugin built):
+    scripts/bench-launch.py [--runs 100] [--args 'mode=warn'] [--srun srun] [--dropin PATH]
+Each round runs the four cases in a shuffled order, so drift and noise hit all of them alike.
+"""
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+PLUGIN = "/usr/local/lib/launchguard/spank_launchguard.so"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=100, help="runs per case (default 100)")
+    ap.add_argument("--args", default="mode=warn", help="plugstack arguments when listed")
+    ap.add_argument("--srun", default="srun", help="srun command (e.g. 'chroot /srv/trixie srun')")
+    ap.add_argument("--dropin", default="/etc/slurm/plugstack.conf.d/50-launchguard.conf")
+    ap.add_argument("--plugin", default=PLUGIN, help="plugin path as seen by srun")
+    ap.add_argument("--label", default="", help="label printed with the results")
+    a = ap.parse_args()
+
+    srun = a.srun.split()
+    line = f"required {a.plugin} {a.args}\n"
+
+    def listed(on: bool) -> None:
+        tmp = a.dropin + ".tmp"
+        if on:
+            with open(tmp, "w") as f:
+                f.write(line)
+            os.replace(tmp, a.dropin)
+        elif os.path.exists(a.dropin):
+            os.remove(a.dropin)
+
+    cases = [(on, n) for on in (False, True) for n in (1, 2)]
+    times = {c: [] for c in cases}
+    # warm-up
+    for on, n in cases:
+        listed(on)
+        subprocess.run(srun + [f"-n{n}", "true"], check=True, cwd="/tmp")
+    for _ in range(a.runs):
+        order = cases[:]
+        random.shuffle(order)
+        for on, n in order:
+            listed(on)
+            t0 = time.perf_counter_ns()
+            r = subprocess.run(srun + [f"-n{n}", "true"], cwd="/tmp", capture_output=True)
+            dt = (time.perf_counter_ns() - t0) / 1e6
+            if r.returncode != 0 or (on and b"launchguard" in r.stderr):
+                print(f"unexpected result with plugin={on} -n{n}: rc={r.returncode} {r.stderr!r}", file=sys.stderr)
+                return 1
+            times[(on, n)].append(dt)
+    listed(True)
+    label = f" [{a.label}]" if a.label else ""
+    print(f"launch benchmark{label}: {a.runs} interleaved runs per case, plugstack args '{a.args}'")
+    print(f"{'case':<16}{'without (ms)':>14}{'with (ms)':>12}{'ratio':>8}")
+    for n in (1, 2):
+        off = statistics.median(times[(False, n)])
+        on = statistics.median(times[(True, n)])
+        print(f"{'srun -n' + str(n) + ' true':<16}{off:>14.2f}{on:>12.2f}{on / off:>8.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
