@@ -72,8 +72,13 @@ fn setup() {
 
 /// Lists launchguard in plugstack with these arguments (`required <plugin> <args>`), atomically.
 pub fn plugstack(args: &str) {
+    plugstack_line(&format!("required {PLUGIN_PATH} {args}"));
+}
+
+/// Writes launchguard's plugstack drop-in with this exact line, atomically.
+pub fn plugstack_line(line: &str) {
     let tmp = format!("{DROPIN}.tmp");
-    std::fs::write(&tmp, format!("required {PLUGIN_PATH} {args}\n")).expect("write plugstack");
+    std::fs::write(&tmp, format!("{line}\n")).expect("write plugstack");
     std::fs::rename(&tmp, DROPIN).expect("rename plugstack");
 }
 

@@ -3,7 +3,10 @@
 //! Needs `scripts/cluster.sh up` (root) and `cargo build --release -p spank-launchguard`;
 //! `scripts/test.sh` does both. The cluster has 2 fake GPUs (`--gres=gpu:N` gives a GPU step).
 
-use launchguard_tests::{lock, no_plugstack, plugstack, run, sbatch, srun, As, Run, LOGIN_CONF};
+use launchguard_tests::{
+    lock, no_plugstack, plugstack, plugstack_line, run, sbatch, srun, As, Run, LOGIN_CONF,
+    PLUGIN_PATH,
+};
 
 /// The running Slurm release as (major, minor), from `srun --version` ("slurm-wlm 22.05.8").
 fn release() -> (u16, u16) {
@@ -89,6 +92,18 @@ fn gpu_step_without_cpus_per_task_warns_and_runs_in_warn_mode() {
     // warn is the default mode
     plugstack("min_cpus_per_task=4");
     let r = srun(As::User, &["-G", "1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(r.findings(), vec![no_cpt_line().as_str()], "{r:#?}");
+}
+
+#[test]
+fn an_optional_plugin_can_only_warn() {
+    // Slurm ignores an optional plugin's errors: enforcement needs `required` (README, Install).
+    let _g = lock();
+    plugstack_line(&format!(
+        "optional {PLUGIN_PATH} mode=enforce min_cpus_per_task=4"
+    ));
+    let r = srun(As::User, &["--gres=gpu:1", "echo", "ran"]);
     assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
     assert_eq!(r.findings(), vec![no_cpt_line().as_str()], "{r:#?}");
 }
