@@ -1,0 +1,102 @@
+//! Baseline busbw/algbw per instance type or SKU, for `launchguard nccl check --baseline/--sku`.
+//!
+//! File format (whitespace-separated, `#` comments), one row per SKU, collective and size:
+//! `sku collective size_bytes busbw_GB/s algbw_GB/s|- source…`. The built-in table
+//! (`nccl/baselines/seeds.tsv`) carries the seeds' figures: seed 000 "Baseline values and
+//! decision" (P6-B200, 2 nodes), seed 002 "Performance Benchmarks" (p4d/p5/p6e), seed 004
+//! "Expected Results" (GB300, H100).
+
+use serde::Serialize;
+
+/// The seeds' reference figures, compiled in.
+pub const SEEDS: &str = include_str!("../baselines/seeds.tsv");
+
+/// One baseline row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineEntry {
+    /// Instance type or SKU name (`p5.48xlarge`, `hopper`).
+    pub sku: String,
+    /// nccl-tests collective without `_perf` (`all_reduce`, `alltoall`).
+    pub collective: String,
+    /// Message size the figures hold at, in bytes.
+    pub size: u64,
+    /// Expected bus bandwidth, GB/s.
+    pub busbw: f64,
+    /// Expected algorithm bandwidth, GB/s, when the source gives one.
+    pub algbw: Option<f64>,
+    /// Where the figure comes from (free text).
+    pub source: String,
+}
+
+/// Parses a baseline file; errors name the line.
+pub fn parse(text: &str) -> Result<Vec<BaselineEntry>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let t: Vec<&str> = line.split_ascii_whitespace().collect();
+        let bad = |what: &str| format!("line {}: {what}: '{line}'", i + 1);
+        if t.len() < 4 {
+            return Err(bad(
+                "expected: sku collective size_bytes busbw [algbw] [source]",
+            ));
+        }
+        let size = crate::units::parse_size(t[2]).ok_or_else(|| bad("size is not a byte count"))?;
+        let busbw: f64 = t[3].parse().map_err(|_| bad("busbw is not a number"))?;
+        let algbw = match t.get(4) {
+            None | Some(&"-") => None,
+            Some(a) => Some(a.parse().map_err(|_| bad("algbw is not a number or -"))?),
+        };
+        out.push(BaselineEntry {
+            sku: t[0].to_string(),
+            collective: t[1].trim_end_matches("_perf").to_string(),
+            size,
+            busbw,
+            algbw,
+            source: t.get(5..).map(|s| s.join(" ")).unwrap_or_default(),
+        });
+    }
+    Ok(out)
+}
+
+/// The entries for one SKU (case-insensitive); error lists the SKUs the file has.
+pub fn for_sku(entries: &[BaselineEntry], sku: &str) -> Result<Vec<BaselineEntry>, String> {
+    let hits: Vec<BaselineEntry> = entries
+        .iter()
+        .filter(|e| e.sku.eq_ignore_ascii_case(sku))
+        .cloned()
+        .collect();
+    if hits.is_empty() {
+        let mut skus: Vec<&str> = entries.iter().map(|e| e.sku.as_str()).collect();
+        skus.dedup();
+        return Err(format!(
+            "no baseline for '{sku}'; known: {}",
+            skus.join(", ")
+        ));
+    }
+    Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_table_parses_and_has_the_p6_b200_figures() {
+        let all = parse(SEEDS).unwrap();
+        let p6 = for_sku(&all, "P6-B200.48xlarge").unwrap();
+        assert_eq!(p6.len(), 2);
+        assert_eq!(p6[0].collective, "all_reduce");
+        assert_eq!(p6[0].size, 17179869184);
+        assert_eq!((p6[0].busbw, p6[0].algbw), (702.0, Some(374.0)));
+        assert!(for_sku(&all, "nope").unwrap_err().contains("hopper"));
+    }
+
+    #[test]
+    fn bad_line_is_named() {
+        let e = parse("x all_reduce 16G fast").unwrap_err();
+        assert!(e.starts_with("line 1: busbw"), "{e}");
+    }
+}

@@ -1,0 +1,32 @@
+//! nccl-tests output and NCCL_DEBUG=INFO log analysis: the `launchguard nccl` subcommands.
+//!
+//! Runs wherever an admin or a CI job reads result files (login node, laptop); touches no cluster
+//! state. Modules, one concern each:
+//! - [`parse`]: one file in, [`parse::Parsed`] out (streaming line scanner, JSON detection);
+//! - [`table`]: nccl-tests result tables (current and older layouts, `N/A`, footer);
+//! - [`json`]: nccl-tests `-J` JSON output;
+//! - [`log`]: facts from NCCL_DEBUG=INFO lines (versions, network, provider/fabric, NICs, GDRDMA,
+//!   ranks and hosts);
+//! - [`verdict`]: the go/no-go rules of seeds 000/002/003/004, one [`verdict::Finding`] per reason;
+//! - [`baseline`]: per-SKU busbw/algbw baselines (built-in seed table or a file);
+//! - [`outliers`]: seed 002's busbw outlier job and the bad-node ranking;
+//! - [`output`]: readable, CSV and JSON rendering;
+//! - [`generate`]: synthetic multi-node files with known busbw (marked GENERATED);
+//! - [`cli`]: clap definitions and the entry point the `launchguard` binary calls.
+//!
+//! Units everywhere: sizes in bytes, times in microseconds (us), busbw/algbw in GB/s (10^9 B/s).
+#![forbid(unsafe_code)]
+
+pub mod baseline;
+pub mod cli;
+pub mod generate;
+pub mod json;
+pub mod log;
+pub mod outliers;
+pub mod output;
+pub mod parse;
+pub mod table;
+pub mod units;
+pub mod verdict;
+
+pub use parse::{parse_bytes, parse_path, parse_reader, ParseError, Parsed};
