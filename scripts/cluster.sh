@@ -4,7 +4,14 @@
 #   scripts/cluster.sh up       install what is missing (apt), write the config, start munged, slurmctld, slurmd
 #   scripts/cluster.sh down     stop slurmd and slurmctld, remove launchguard's plugstack line
 #   scripts/cluster.sh status   show the daemons and the node
+#   scripts/cluster.sh build-plugin             build spank_launchguard.so against this cluster's headers
 #   scripts/cluster.sh install-plugin [args…]   copy the built plugin into place and list it in plugstack
+#
+# LG_CLUSTER selects the cluster:
+#   host    (default) the machine's own Slurm (Debian 12: 22.05), ports 6817/6818
+#   trixie  Slurm 24.11 from Debian 13 in a debootstrap chroot at /srv/lg-trixie (created on first `up`,
+#           reused after), ports 7817/7818, its own munged and key; proctrack/linuxproc and task/none
+#           (the fake GPUs are listed in gres.conf but not constrained). See local-cluster.md part E.
 #
 # Follows ../shared/design/local-cluster.md (parts A–D): cgroup v1 with ConstrainDevices=yes and two harmless
 # fake GPU device nodes (/dev/fakegpu0-1, major 195, no driver) listed in gres.conf as Gres=gpu:2, a fake
@@ -13,6 +20,12 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TARGET=${LG_CLUSTER:-host}
+case "$TARGET" in
+  host)   R="";              CLUSTER=lgtest;     PORTS="";                               BUILD_DIR=$ROOT/target ;;
+  trixie) R=/srv/lg-trixie;  CLUSTER=lgtest2411; PORTS=$'SlurmctldPort=7817\nSlurmdPort=7818'; BUILD_DIR=$ROOT/target/slurm-24.11 ;;
+  *) echo "cluster: LG_CLUSTER must be host or trixie, not '$TARGET'" >&2; exit 2 ;;
+esac
 CONF_DIR=/etc/slurm
 MARK="# written by launchguard scripts/cluster.sh"
 PLUGIN_DIR=/usr/local/lib/launchguard
@@ -21,8 +34,10 @@ DROPIN=$CONF_DIR/plugstack.conf.d/50-launchguard.conf
 TEST_USER=lgtest
 NODE=$(hostname -s)
 
-log() { printf 'cluster: %s\n' "$*" >&2; }
-die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
+log() { printf 'cluster[%s]: %s\n' "$TARGET" "$*" >&2; }
+die() { printf 'cluster[%s]: error: %s\n' "$TARGET" "$*" >&2; exit 1; }
+# Runs a command on the cluster's side: directly for host, inside the chroot for trixie.
+on() { if [ -n "$R" ]; then chroot "$R" "$@"; else "$@"; fi; }
 
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts slurmctld/slurmd)"
 
@@ -40,6 +55,27 @@ install_packages() {
   fi
 }
 
+# The trixie chroot: debootstrap it once, mount /proc, /sys and /dev, install Slurm 24.11 inside.
+make_chroot() {
+  [ -n "$R" ] || return 0
+  if [ ! -x "$R/usr/bin/apt-get" ]; then
+    command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+    local mirror
+    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    log "debootstrap trixie into $R (${mirror:-http://deb.debian.org/debian})"
+    debootstrap --variant=minbase trixie "$R" "${mirror:-http://deb.debian.org/debian}" >/dev/null
+  fi
+  mountpoint -q "$R/proc" || mount -t proc proc "$R/proc"
+  mountpoint -q "$R/sys" || mount --rbind /sys "$R/sys"
+  mountpoint -q "$R/dev" || mount --rbind /dev "$R/dev"
+  cp /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
+  cp /etc/hosts "$R/etc/hosts"
+  if [ ! -x "$R/usr/sbin/slurmd" ] || [ ! -f "$R/usr/include/slurm/spank.h" ]; then
+    log "installing slurmctld slurmd slurm-client munge libslurm-dev in the chroot"
+    chroot "$R" bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge libslurm-dev >/dev/null'
+  fi
+}
+
 pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 stop_pidfile() {
@@ -52,17 +88,17 @@ stop_pidfile() {
 }
 
 start_munge() {
-  if [ ! -s /etc/munge/munge.key ]; then
-    log "creating /etc/munge/munge.key"
-    dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=128 status=none
+  if [ ! -s "$R/etc/munge/munge.key" ]; then
+    log "creating $R/etc/munge/munge.key"
+    dd if=/dev/urandom of="$R/etc/munge/munge.key" bs=1 count=128 status=none
   fi
-  chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
-  mkdir -p /run/munge && chown munge:munge /run/munge
-  if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+  on chown munge:munge /etc/munge/munge.key; chmod 400 "$R/etc/munge/munge.key"
+  mkdir -p "$R/run/munge" && on chown munge:munge /run/munge
+  if ! on bash -c 'munge -n 2>/dev/null | unmunge >/dev/null 2>&1'; then
     log "starting munged"
-    runuser -u munge -- /usr/sbin/munged --force
+    on runuser -u munge -- /usr/sbin/munged --force
     sleep 0.5
-    munge -n | unmunge >/dev/null || die "munged does not answer"
+    on bash -c 'munge -n | unmunge >/dev/null' || die "munged does not answer"
   fi
 }
 
@@ -78,19 +114,23 @@ write_config() {
   local cpus mem
   cpus=$(nproc --all)
   mem=$(( $(awk '/MemTotal/{print $2}' /proc/meminfo) / 1024 / 2 ))
-  mkdir -p /var/spool/slurmd /var/spool/slurmctld $CONF_DIR/plugstack.conf.d
-  if [ -f $CONF_DIR/slurm.conf ] && ! grep -qF "$MARK" $CONF_DIR/slurm.conf; then
+  local C=$R$CONF_DIR proctrack=proctrack/cgroup task=task/cgroup
+  if [ -n "$R" ]; then proctrack=proctrack/linuxproc; task=task/none; fi
+  mkdir -p "$R/var/spool/slurmd" "$R/var/spool/slurmctld" "$C/plugstack.conf.d"
+  if [ -f "$C/slurm.conf" ] && ! grep -qF "$MARK" "$C/slurm.conf"; then
     log "keeping the existing slurm.conf as slurm.conf.pre-launchguard"
-    cp -a $CONF_DIR/slurm.conf $CONF_DIR/slurm.conf.pre-launchguard
+    cp -a "$C/slurm.conf" "$C/slurm.conf.pre-launchguard"
   fi
   grep -qE "^127\.0\.0\.1[[:space:]].*\b$NODE\b" /etc/hosts || echo "127.0.0.1 $NODE" >> /etc/hosts
-  cat > $CONF_DIR/slurm.conf <<CONF
+  [ -z "$R" ] || cp /etc/hosts "$R/etc/hosts"
+  cat > "$C/slurm.conf" <<CONF
 $MARK
-ClusterName=lgtest
+ClusterName=$CLUSTER
 SlurmctldHost=$NODE(127.0.0.1)
+$PORTS
 AuthType=auth/munge
-ProctrackType=proctrack/cgroup
-TaskPlugin=task/cgroup
+ProctrackType=$proctrack
+TaskPlugin=$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
@@ -108,7 +148,7 @@ PlugStackConfig=$CONF_DIR/plugstack.conf
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
-  cat > $CONF_DIR/cgroup.conf <<CONF
+  cat > "$C/cgroup.conf" <<CONF
 $MARK
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
@@ -116,81 +156,100 @@ ConstrainDevices=yes
 ConstrainCores=no
 ConstrainRAMSpace=no
 CONF
-  printf '%s\nNodeName=%s Name=gpu File=/dev/fakegpu[0-1]\n' "$MARK" "$NODE" > $CONF_DIR/gres.conf
-  echo "include $CONF_DIR/plugstack.conf.d/*.conf" > $CONF_DIR/plugstack.conf
+  printf '%s\nNodeName=%s Name=gpu File=/dev/fakegpu[0-1]\n' "$MARK" "$NODE" > "$C/gres.conf"
+  echo "include $CONF_DIR/plugstack.conf.d/*.conf" > "$C/plugstack.conf"
 }
 
 wait_idle() {
   local i
   for i in $(seq 100); do
-    if sinfo -h -n "$NODE" -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then return 0; fi
-    if sinfo -h -n "$NODE" -o '%T' 2>/dev/null | grep -qE 'drain|down'; then
-      scontrol update nodename="$NODE" state=resume 2>/dev/null || true
+    if on sinfo -h -n "$NODE" -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then return 0; fi
+    if on sinfo -h -n "$NODE" -o '%T' 2>/dev/null | grep -qE 'drain|down'; then
+      on scontrol update nodename="$NODE" state=resume 2>/dev/null || true
     fi
     sleep 0.2
   done
-  sinfo -N -l >&2 || true
-  die "node $NODE did not become idle (see /var/log/slurmd.log, /var/log/slurmctld.log)"
+  on sinfo -N -l >&2 || true
+  die "node $NODE did not become idle (see $R/var/log/slurmd.log, $R/var/log/slurmctld.log)"
 }
 
 start_slurm() {
-  stop_pidfile /run/slurmd.pid
-  stop_pidfile /run/slurmctld.pid
+  stop_pidfile "$R/run/slurmd.pid"
+  stop_pidfile "$R/run/slurmctld.pid"
   # Leftover cgroups of killed steps keep device rules around; remove empty ones.
-  for d in /sys/fs/cgroup/devices/slurm /sys/fs/cgroup/freezer/slurm /sys/fs/cgroup/devices/slurm_$NODE /sys/fs/cgroup/freezer/slurm_$NODE; do
+  [ -n "$R" ] || for d in /sys/fs/cgroup/devices/slurm /sys/fs/cgroup/freezer/slurm /sys/fs/cgroup/devices/slurm_$NODE /sys/fs/cgroup/freezer/slurm_$NODE; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   log "starting slurmctld and slurmd"
-  slurmctld
-  for _ in $(seq 50); do scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
-  slurmd
+  on slurmctld
+  for _ in $(seq 50); do on scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
+  on slurmd
   wait_idle
 }
 
 add_user() {
   id -u $TEST_USER >/dev/null 2>&1 || useradd -m -s /bin/bash $TEST_USER
+  if [ -n "$R" ] && ! chroot "$R" id -u $TEST_USER >/dev/null 2>&1; then
+    chroot "$R" useradd -m -s /bin/bash -u "$(id -u $TEST_USER)" $TEST_USER
+  fi
+}
+
+# build-plugin: spank_launchguard.so against this cluster's Slurm headers, in its own target dir.
+build_plugin() {
+  log "building spank_launchguard.so against $R/usr/include/slurm (into $BUILD_DIR)"
+  (cd "$ROOT" && SLURM_INCLUDE_DIR="$R/usr/include" CARGO_TARGET_DIR="$BUILD_DIR" cargo build --release --quiet -p spank-launchguard)
 }
 
 # install-plugin [plugstack args…]: copies target/release/libspank_launchguard.so into $PLUGIN_DIR
 # atomically (a running srun never sees a half-written file) and writes the plugstack drop-in.
 install_plugin() {
-  local so=${LG_PLUGIN_SO:-$ROOT/target/release/libspank_launchguard.so}
-  [ -f "$so" ] || die "$so not built: run 'cargo build --release -p spank-launchguard' first"
-  mkdir -p $PLUGIN_DIR
-  cp "$so" $PLUGIN_SO.tmp && chmod 755 $PLUGIN_SO.tmp && mv -f $PLUGIN_SO.tmp $PLUGIN_SO
-  echo "required $PLUGIN_SO $*" > $DROPIN.tmp && mv -f $DROPIN.tmp $DROPIN
-  log "plugstack: $(cat $DROPIN)"
+  local so=${LG_PLUGIN_SO:-$BUILD_DIR/release/libspank_launchguard.so}
+  [ -f "$so" ] || die "$so not built: run 'LG_CLUSTER=$TARGET scripts/cluster.sh build-plugin' first"
+  mkdir -p "$R$PLUGIN_DIR"
+  cp "$so" "$R$PLUGIN_SO.tmp" && chmod 755 "$R$PLUGIN_SO.tmp" && mv -f "$R$PLUGIN_SO.tmp" "$R$PLUGIN_SO"
+  echo "required $PLUGIN_SO $*" > "$R$DROPIN.tmp" && mv -f "$R$DROPIN.tmp" "$R$DROPIN"
+  log "plugstack: $(cat "$R$DROPIN")"
 }
 
 case "${1:-}" in
   up)
-    install_packages
+    [ -z "$R" ] && install_packages
+    make_chroot
     start_munge
     make_devices
     add_user
     write_config
     start_slurm
-    log "cluster up: node $NODE ($(sinfo -h -o '%G' -n "$NODE")), user $TEST_USER"
+    log "cluster up: $(on srun --version), node $NODE ($(on sinfo -h -o '%G' -n "$NODE")), user $TEST_USER"
     ;;
   down)
-    rm -f $DROPIN
-    stop_pidfile /run/slurmd.pid
-    stop_pidfile /run/slurmctld.pid
-    log "slurmd and slurmctld stopped (munged left running)"
+    rm -f "$R$DROPIN"
+    stop_pidfile "$R/run/slurmd.pid"
+    stop_pidfile "$R/run/slurmctld.pid"
+    if [ -n "$R" ]; then
+      stop_pidfile "$R/run/munge/munged.pid"
+      for m in dev sys proc; do mountpoint -q "$R/$m" && umount -R "$R/$m"; done
+      log "slurmd, slurmctld and munged stopped; $R unmounted (kept for the next up)"
+    else
+      log "slurmd and slurmctld stopped (munged left running)"
+    fi
     ;;
   status)
-    for f in /run/slurmctld.pid /run/slurmd.pid; do
-      if pid_alive $f; then echo "$f: running ($(cat $f))"; else echo "$f: not running"; fi
+    for f in "$R/run/slurmctld.pid" "$R/run/slurmd.pid"; do
+      if pid_alive "$f"; then echo "$f: running ($(cat "$f"))"; else echo "$f: not running"; fi
     done
-    sinfo -N -o '%N %T %G' 2>/dev/null || true
-    cat $DROPIN 2>/dev/null || echo "no launchguard plugstack line"
+    on sinfo -N -o '%N %T %G' 2>/dev/null || true
+    cat "$R$DROPIN" 2>/dev/null || echo "no launchguard plugstack line"
+    ;;
+  build-plugin)
+    build_plugin
     ;;
   install-plugin)
     shift; install_plugin "$@"
     ;;
   remove-plugin)
-    rm -f $DROPIN
+    rm -f "$R$DROPIN"
     ;;
   *)
-    echo "usage: $0 up|down|status|install-plugin [args…]|remove-plugin" >&2; exit 2 ;;
+    echo "usage: [LG_CLUSTER=host|trixie] $0 up|down|status|build-plugin|install-plugin [args…]|remove-plugin" >&2; exit 2 ;;
 esac

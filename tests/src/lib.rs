@@ -1,6 +1,11 @@
 //! Harness for launchguard's integration tests: they drive the real one-node Slurm that
-//! `scripts/cluster.sh up` starts (munged, slurmctld, slurmd; cgroup v1 with two fake GPUs) and run
-//! real `srun`/`sbatch` as root and as the non-root user `lgtest`.
+//! `scripts/cluster.sh up` starts (munged, slurmctld, slurmd; two fake GPUs) and run real
+//! `srun`/`sbatch` as root and as the non-root user `lgtest`.
+//!
+//! `LG_CLUSTER` picks the cluster, as for `scripts/cluster.sh`: `host` (default; the machine's Slurm,
+//! 22.05 on Debian 12, cgroup v1 device constraints) or `trixie` (Slurm 24.11 in the chroot at
+//! `/srv/lg-trixie`, where every command runs through `chroot`). Paths below are as seen inside the
+//! cluster; [`host_path`] maps them to this machine's filesystem.
 //!
 //! Tests that change the plugstack line take [`lock`] first, so they run one at a time even when the
 //! test runner uses several threads.
@@ -20,6 +25,30 @@ pub const USER: &str = "lgtest";
 pub const LOGIN_CONF: &str = "/tmp/lg-login/slurm.conf";
 /// Scratch directory for job scripts and outputs (mode 1777).
 pub const SCRATCH: &str = "/tmp/lg-tests";
+
+/// The cluster's root filesystem on this machine: `""` for host, `/srv/lg-trixie` for trixie.
+pub fn rootfs() -> &'static str {
+    match std::env::var("LG_CLUSTER").as_deref() {
+        Ok("trixie") => "/srv/lg-trixie",
+        Ok("host") | Err(_) => "",
+        Ok(other) => panic!("LG_CLUSTER must be host or trixie, not {other:?}"),
+    }
+}
+
+/// A path inside the cluster, as a path on this machine.
+pub fn host_path(p: &str) -> String {
+    format!("{}{p}", rootfs())
+}
+
+/// The plugin built for this cluster's Slurm release (see `scripts/cluster.sh build-plugin`).
+pub fn built_plugin() -> PathBuf {
+    let dir = if rootfs().is_empty() {
+        "target/release"
+    } else {
+        "target/slurm-24.11/release"
+    };
+    repo_root().join(dir).join("libspank_launchguard.so")
+}
 
 static LOCK: Mutex<()> = Mutex::new(());
 static SETUP: Once = Once::new();
@@ -45,26 +74,29 @@ fn sh(cmd: &str) -> std::process::Output {
     Command::new("bash")
         .arg("-c")
         .arg(cmd)
+        .env("R", rootfs())
         .output()
         .expect("bash runs")
 }
 
 fn setup() {
+    let ping = run(As::Root, &[], &["scontrol", "ping"]);
     assert!(
-        sh("scontrol ping").status.success(),
-        "no Slurm cluster answers: run `scripts/cluster.sh up` as root (scripts/test.sh does it)"
+        ping.code == 0,
+        "no Slurm cluster answers ({ping:?}): run `LG_CLUSTER={} scripts/cluster.sh up` as root (scripts/test.sh does it)",
+        std::env::var("LG_CLUSTER").unwrap_or_else(|_| "host".into())
     );
-    let so = repo_root().join("target/release/libspank_launchguard.so");
+    let so = built_plugin();
     assert!(
         so.exists(),
-        "{} is not built: run `cargo build --release -p spank-launchguard` (scripts/test.sh does it)",
+        "{} is not built: run `scripts/cluster.sh build-plugin` (scripts/test.sh does it)",
         so.display()
     );
     let out = sh(&format!(
-        "mkdir -p /usr/local/lib/launchguard && cp {} {PLUGIN_PATH}.tmp && chmod 755 {PLUGIN_PATH}.tmp && mv -f {PLUGIN_PATH}.tmp {PLUGIN_PATH} \
-         && mkdir -p /tmp/lg-login {SCRATCH} && chmod 1777 {SCRATCH} \
-         && sed 's#^PlugStackConfig=.*#PlugStackConfig=/tmp/lg-login/plugstack.conf#' /etc/slurm/slurm.conf > {LOGIN_CONF} \
-         && : > /tmp/lg-login/plugstack.conf && chmod -R a+rX /tmp/lg-login",
+        "mkdir -p $R/usr/local/lib/launchguard && cp {} $R{PLUGIN_PATH}.tmp && chmod 755 $R{PLUGIN_PATH}.tmp && mv -f $R{PLUGIN_PATH}.tmp $R{PLUGIN_PATH} \
+         && mkdir -p $R/tmp/lg-login $R{SCRATCH} && chmod 1777 $R{SCRATCH} \
+         && sed 's#^PlugStackConfig=.*#PlugStackConfig=/tmp/lg-login/plugstack.conf#' $R/etc/slurm/slurm.conf > $R{LOGIN_CONF} \
+         && : > $R/tmp/lg-login/plugstack.conf && chmod -R a+rX $R/tmp/lg-login",
         so.display()
     ));
     assert!(out.status.success(), "setup failed: {out:?}");
@@ -77,14 +109,15 @@ pub fn plugstack(args: &str) {
 
 /// Writes launchguard's plugstack drop-in with this exact line, atomically.
 pub fn plugstack_line(line: &str) {
-    let tmp = format!("{DROPIN}.tmp");
+    let dropin = host_path(DROPIN);
+    let tmp = format!("{dropin}.tmp");
     std::fs::write(&tmp, format!("{line}\n")).expect("write plugstack");
-    std::fs::rename(&tmp, DROPIN).expect("rename plugstack");
+    std::fs::rename(&tmp, &dropin).expect("rename plugstack");
 }
 
 /// Removes launchguard from plugstack.
 pub fn no_plugstack() {
-    let _ = std::fs::remove_file(DROPIN);
+    let _ = std::fs::remove_file(host_path(DROPIN));
 }
 
 /// What a command printed and how it exited.
@@ -128,6 +161,9 @@ pub enum As {
 pub fn run(who: As, env: &[(&str, &str)], argv: &[&str]) -> Run {
     let mut c = Command::new("timeout");
     c.arg("60");
+    if !rootfs().is_empty() {
+        c.args(["chroot", rootfs()]);
+    }
     if who == As::User {
         c.args(["runuser", "-u", USER, "--"]);
     }
@@ -157,12 +193,12 @@ pub fn srun(who: As, args: &[&str]) -> Run {
 pub fn sbatch(who: As, name: &str, extra: &[&str], script: &str) -> (Run, String) {
     let path = format!("{SCRATCH}/{name}.sh");
     let out = format!("{SCRATCH}/{name}.out");
-    let _ = std::fs::remove_file(&out);
-    std::fs::write(&path, script).expect("write script");
+    let _ = std::fs::remove_file(host_path(&out));
+    std::fs::write(host_path(&path), script).expect("write script");
     let mut argv = vec!["sbatch", "-W", "-o", out.as_str()];
     argv.extend_from_slice(extra);
     argv.push(path.as_str());
     let r = run(who, &[], &argv);
-    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let text = std::fs::read_to_string(host_path(&out)).unwrap_or_default();
     (r, text)
 }

@@ -258,6 +258,67 @@ fn sbatch_c2_then_plain_srun_is_caught_on_22_05() {
 }
 
 #[test]
+fn sbatch_c2_then_plain_srun_gets_2_cpus_per_task_on_23_11_and_later() {
+    if !reads_slurm_cpus() {
+        eprintln!(
+            "skipped: srun {:?} does not inherit SLURM_CPUS_PER_TASK",
+            release()
+        );
+        return;
+    }
+    // In enforce mode, slurmstepd would reject the step if S_STEP_CPUS_PER_TASK were 1.
+    let _g = lock();
+    plugstack("mode=enforce");
+    let script = TRAP_SCRIPT.replace("echo step ran", "echo step ran with $SLURM_CPUS_PER_TASK");
+    let (_, out) = sbatch(As::User, "trap-2411", &[], &script);
+    assert_eq!(out, "step ran with 2\nsrun rc=0\n");
+}
+
+#[test]
+fn srun_cpus_per_task_variable_follows_the_release() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    // SRUN_CPUS_PER_TASK is what 22.05/23.02 read; 23.11+ ignore it, and the advice says so.
+    let r = run(
+        As::User,
+        &[("SRUN_CPUS_PER_TASK", "2")],
+        &["srun", "--gres=gpu:1", "echo", "ran"],
+    );
+    if reads_slurm_cpus() {
+        let (a, b) = release();
+        assert_eq!(r.code, 1, "{r:#?}");
+        assert_eq!(
+            r.findings(),
+            vec![format!(
+                "launchguard: launch.cpus_per_task: this GPU step gets 1 CPU per task: srun {a}.{b:02} no longer reads SRUN_CPUS_PER_TASK=2; \
+                 {WHY_ONE}; add --cpus-per-task=2 to srun, or set it once with #SBATCH --cpus-per-task=2 (srun {a}.{b:02} inherits SLURM_CPUS_PER_TASK)"
+            )
+            .as_str()],
+            "{r:#?}"
+        );
+    } else {
+        assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+        assert_silent(&r);
+    }
+    // and the other way round for SLURM_CPUS_PER_TASK
+    let r = run(
+        As::User,
+        &[("SLURM_CPUS_PER_TASK", "2")],
+        &["srun", "--gres=gpu:1", "echo", "ran"],
+    );
+    if reads_slurm_cpus() {
+        assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+        assert_silent(&r);
+    } else {
+        assert_eq!(r.code, 1, "{r:#?}");
+        assert!(
+            r.findings()[0].contains("srun 22.05 does not read SLURM_CPUS_PER_TASK=2"),
+            "{r:#?}"
+        );
+    }
+}
+
+#[test]
 fn following_the_trap_advice_silences_it() {
     let _g = lock();
     plugstack("mode=enforce");
