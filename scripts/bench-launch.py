@@ -25,7 +25,13 @@ def main() -> int:
     ap.add_argument("--dropin", default="/etc/slurm/plugstack.conf.d/50-launchguard.conf")
     ap.add_argument("--plugin", default=PLUGIN, help="plugin path as seen by srun")
     ap.add_argument("--label", default="", help="label printed with the results")
+    ap.add_argument("--cluster", choices=["host", "trixie"], help="shortcut: srun, drop-in and label of a scripts/cluster.sh cluster")
     a = ap.parse_args()
+    if a.cluster == "trixie":
+        a.srun = "chroot /srv/lg-trixie srun"
+        a.dropin = "/srv/lg-trixie" + a.dropin
+    if a.cluster and not a.label:
+        a.label = subprocess.run(a.srun.split() + ["--version"], capture_output=True, text=True).stdout.strip()
 
     srun = a.srun.split()
     line = f"required {a.plugin} {a.args}\n"

@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
-# Every test, as root on a fresh machine: brings up the one-node Slurm (installing Slurm, munge and
-# the build's C dependencies with apt if missing), checks formatting and lints, builds, fuzzes each
-# parser briefly, then runs the unit and real-cluster integration tests.
+# Every test, as root on a fresh machine: brings up the one-node Slurm 22.05 of the host and a Slurm
+# 24.11 in a Debian 13 chroot (installing Slurm, munge, debootstrap and the build's C dependencies with
+# apt if missing; the chroot is reused when present), checks formatting and lints, builds the plugin
+# once per release, fuzzes each parser briefly, then runs the unit tests and the real-cluster
+# integration tests on both releases.
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 10; 0 skips fuzzing)
+#   LG_RELEASES="host trixie"   which clusters to test (default both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RELEASES=${LG_RELEASES:-host trixie}
 
-scripts/cluster.sh up
+for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh up; done
 echo "test: cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "test: cargo clippy -D warnings" >&2
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
 echo "test: cargo build --release" >&2
 cargo build --release --workspace --quiet
+for c in $RELEASES; do [ "$c" = host ] || LG_CLUSTER=$c scripts/cluster.sh build-plugin; done
 if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
 fi
-echo "test: cargo test --release --workspace" >&2
+for c in $RELEASES; do
+  [ "$c" = host ] && continue
+  echo "test: launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))" >&2
+  LG_CLUSTER=$c cargo test --release -p launchguard-tests
+done
+echo "test: cargo test --release --workspace (host cluster: $(srun --version))" >&2
 cargo test --release --workspace
