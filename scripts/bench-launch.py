@@ -45,6 +45,19 @@ def main() -> int:
         elif os.path.exists(a.dropin):
             os.remove(a.dropin)
 
+    saved = open(a.dropin).read() if os.path.exists(a.dropin) else None
+    try:
+        return bench(a, srun, listed)
+    finally:  # leave plugstack as it was
+        if saved is None:
+            listed(False)
+        else:
+            with open(a.dropin + ".tmp", "w") as f:
+                f.write(saved)
+            os.replace(a.dropin + ".tmp", a.dropin)
+
+
+def bench(a, srun, listed) -> int:
     cases = [(on, n) for on in (False, True) for n in (1, 2)]
     times = {c: [] for c in cases}
     # warm-up
@@ -63,7 +76,6 @@ def main() -> int:
                 print(f"unexpected result with plugin={on} -n{n}: rc={r.returncode} {r.stderr!r}", file=sys.stderr)
                 return 1
             times[(on, n)].append(dt)
-    listed(True)
     label = f" [{a.label}]" if a.label else ""
     print(f"launch benchmark{label}: {a.runs} interleaved runs per case, plugstack args '{a.args}'")
     print(f"{'case':<16}{'without (ms)':>14}{'with (ms)':>12}{'ratio':>8}")

@@ -219,6 +219,8 @@ case "${1:-}" in
     make_devices
     add_user
     write_config
+    # Start clean: a leftover launchguard line pointing at a missing .so would stop slurmd from starting.
+    rm -f "$R$DROPIN"
     start_slurm
     log "cluster up: $(on srun --version), node $NODE ($(on sinfo -h -o '%G' -n "$NODE")), user $TEST_USER"
     ;;
