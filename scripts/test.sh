@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RELEASES=${LG_RELEASES:-host trixie}
+LOG=$(mktemp /tmp/launchguard-test.XXXXXX)
+trap 'rm -f "$LOG"' EXIT
 
 for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh up; done
 echo "test: cargo fmt --check" >&2
@@ -24,7 +26,9 @@ fi
 for c in $RELEASES; do
   [ "$c" = host ] && continue
   echo "test: launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))" >&2
-  LG_CLUSTER=$c cargo test --release -p launchguard-tests
+  LG_CLUSTER=$c cargo test --release -p launchguard-tests 2>&1 | tee -a "$LOG"
 done
 echo "test: cargo test --release --workspace (host cluster: $(srun --version))" >&2
-cargo test --release --workspace
+cargo test --release --workspace 2>&1 | tee -a "$LOG"
+# One closing line over every cargo test run above (both clusters, every crate).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$LOG"
