@@ -5,8 +5,10 @@
 //! `-c 4` belongs to python. Slurm parses with a `+` optstring (stop at the first operand), accepts
 //! `--opt=value`, `--opt value`, unambiguous prefixes of long options, `-c4`, `-c 4` and bundles such as
 //! `-lc4`. The tables below are the union of srun(1), sbatch(1) and salloc(1) for 22.05–25.x, plus
-//! Pyxis's options (registered through SPANK); a long option missing from the table is taken to have no
-//! argument, which at worst stops parsing early (the command's own flags are never read as srun's).
+//! Pyxis's options (registered through SPANK). An option missing from the tables (another site's SPANK
+//! option, a newer Slurm's) or an ambiguous abbreviation makes the parse [`ParsedArgv::uncertain`]:
+//! it is taken to have no argument, so parsing may stop early, and the checks then never reject on what
+//! they did not find (the command's own flags are never read as srun's).
 
 /// Which Slurm command the argv belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +127,7 @@ const LONG_REQUIRED: &[&str] = &[
     "container-name",
     "container-save",
     "container-workdir",
+    "context",
     "core-spec",
     "cores-per-socket",
     "cpu-bind",
@@ -179,6 +182,7 @@ const LONG_REQUIRED: &[&str] = &[
     "output",
     "partition",
     "power",
+    "prefer",
     "priority",
     "profile",
     "prolog",
@@ -240,6 +244,7 @@ const LONG_NONE: &[&str] = &[
     "help",
     "hold",
     "ignore-pbs",
+    "interactive",
     "label",
     "multi-prog",
     "no-allocate",
@@ -328,6 +333,9 @@ pub struct ParsedArgv {
     pub opts: Vec<Opt>,
     /// The operands: srun's/salloc's command and its arguments, or sbatch's script and its arguments.
     pub operands: Vec<String>,
+    /// True when an option was not in the tables (or was an ambiguous abbreviation): options after it
+    /// may have been missed, so a check must not reject because something is absent.
+    pub uncertain: bool,
 }
 
 impl ParsedArgv {
@@ -390,10 +398,13 @@ pub fn parse(tool: Tool, argv: &[String]) -> ParsedArgv {
                         value,
                     });
                 }
-                None => out.opts.push(Opt {
-                    name: name.to_string(),
-                    value: inline,
-                }),
+                None => {
+                    out.uncertain = true;
+                    out.opts.push(Opt {
+                        name: name.to_string(),
+                        value: inline,
+                    })
+                }
             }
             i += 1;
             continue;
@@ -406,6 +417,7 @@ pub fn parse(tool: Tool, argv: &[String]) -> ParsedArgv {
                 let c = chars[j];
                 let pos = short.find(c).filter(|_| c != ':');
                 let Some(pos) = pos else {
+                    out.uncertain = true;
                     out.opts.push(Opt {
                         name: format!("-{c}"),
                         value: None,
@@ -458,10 +470,14 @@ pub fn parse(tool: Tool, argv: &[String]) -> ParsedArgv {
 }
 
 /// Splits `/proc/self/cmdline` (NUL-separated, NUL-terminated) into arguments, lossily decoding
-/// non-UTF-8 bytes. At most `max_args` arguments are kept.
+/// non-UTF-8 bytes. Empty arguments (`srun -J "" …`) are kept; only the final terminator is dropped.
+/// At most `max_args` arguments are kept.
 pub fn split_cmdline(raw: &[u8], max_args: usize) -> Vec<String> {
+    let raw = raw.strip_suffix(&[0]).unwrap_or(raw);
+    if raw.is_empty() {
+        return vec![];
+    }
     raw.split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
         .take(max_args)
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect()
@@ -542,11 +558,33 @@ mod tests {
     }
 
     #[test]
-    fn ambiguous_and_unknown_long_options_are_kept_by_name() {
+    fn ambiguous_and_unknown_long_options_make_the_parse_uncertain() {
         let p = parse(Tool::Srun, &v(&["srun", "--cpus=4", "--frobnicate", "x"]));
         assert_eq!(p.opts[0].name, "cpus");
         assert_eq!(p.opts[1].name, "frobnicate");
         assert_eq!(p.operands, v(&["x"]));
+        assert!(p.uncertain);
+        let p = parse(Tool::Srun, &v(&["srun", "-y", "x"]));
+        assert!(p.uncertain);
+        let p = parse(Tool::Srun, &v(&["srun", "-c", "2", "--gres=gpu:1", "x"]));
+        assert!(!p.uncertain);
+    }
+
+    #[test]
+    fn newer_options_with_values_are_known() {
+        let p = parse(
+            Tool::Srun,
+            &v(&["srun", "--prefer", "h100", "-c", "24", "python"]),
+        );
+        assert_eq!(p.value("cpus-per-task"), Some("24"));
+        assert!(!p.uncertain);
+    }
+
+    #[test]
+    fn empty_arguments_are_kept() {
+        let argv = split_cmdline(b"srun\0-J\0\0-c\x0024\0python\0", 100);
+        assert_eq!(argv, v(&["srun", "-J", "", "-c", "24", "python"]));
+        assert_eq!(parse(Tool::Srun, &argv).value("cpus-per-task"), Some("24"));
     }
 
     #[test]
@@ -586,6 +624,7 @@ mod tests {
         );
         assert_eq!(split_cmdline(b"a\0b\0c\0", 2), v(&["a", "b"]));
         assert_eq!(split_cmdline(b"\xff\0", 2), v(&["\u{fffd}"]));
+        assert!(split_cmdline(b"", 2).is_empty());
     }
 
     #[test]

@@ -119,15 +119,14 @@ fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Shortens a user-supplied value for echoing it back in a message (at most `max` chars, `…` after).
+/// Shortens a user-supplied value for echoing it back in a message (at most `max` chars, `…` after)
+/// and escapes `;` as `\;`, so the value cannot break a finding's `what; why; fix` shape.
 pub fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max).collect();
+    let mut out: String = s.chars().take(max).collect();
+    if s.chars().count() > max {
         out.push('…');
-        out
     }
+    out.replace(';', "\\;")
 }
 
 #[cfg(test)]
@@ -163,5 +162,6 @@ mod tests {
     fn clip_shortens_long_values() {
         assert_eq!(clip("abcdef", 3), "abc…");
         assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("a;b", 9), "a\\;b");
     }
 }

@@ -9,6 +9,9 @@ use launchguard_core::checks::{export, judge};
 use launchguard_core::policy::parse_args;
 use std::io::Read;
 
+/// `O_NONBLOCK` on Linux (asm-generic/fcntl.h): no wait even if the path was swapped for a FIFO.
+const O_NONBLOCK: i32 = 0o4000;
+
 /// Most bytes of a batch script read for `#SBATCH` lines.
 const MAX_SCRIPT: u64 = 256 * 1024;
 
@@ -32,7 +35,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         .and_then(|path| script_directives(path));
     let env = |n: &str| std::env::var(n).ok();
     let verdict = judge(
-        export::check_allocation(&parsed, script.as_ref(), &env),
+        export::check_allocation(tool, &parsed, script.as_ref(), &env),
         &policy,
     );
     for f in &verdict.shown {
@@ -43,9 +46,18 @@ pub fn init_post_opt(sp: &Spank) -> bool {
 
 /// The options on a batch script's `#SBATCH` lines (sbatch(1): read until the first line that is
 /// neither a comment nor blank), parsed like sbatch's command line. `None` when the script is not a
-/// readable regular file.
+/// readable regular file: a FIFO or `<(…)` is never opened (opening one could block sbatch, and
+/// reading it would eat the script).
 fn script_directives(path: &str) -> Option<ParsedArgv> {
-    let f = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .ok()?;
     if !f.metadata().ok()?.is_file() {
         return None;
     }
@@ -66,7 +78,8 @@ pub fn sbatch_words(script: &str) -> Vec<String> {
         if !t.starts_with('#') {
             break;
         }
-        if let Some(rest) = t.strip_prefix("#SBATCH") {
+        // sbatch honours #SBATCH only at the very start of a line.
+        if let Some(rest) = line.strip_prefix("#SBATCH") {
             let rest = rest.split(" #").next().unwrap_or("");
             words.extend(rest.split_whitespace().map(str::to_string));
         }
@@ -80,7 +93,7 @@ mod tests {
 
     #[test]
     fn sbatch_lines_end_at_the_first_command() {
-        let s = "#!/bin/bash\n#SBATCH -c 2\n\n#SBATCH --export=NONE # clean env\nsrun x\n#SBATCH --export=ALL\n";
+        let s = "#!/bin/bash\n#SBATCH -c 2\n\n#SBATCH --export=NONE # clean env\n  #SBATCH --gres=gpu:1\nsrun x\n#SBATCH --export=ALL\n";
         assert_eq!(sbatch_words(s), vec!["sbatch", "-c", "2", "--export=NONE"]);
     }
 }

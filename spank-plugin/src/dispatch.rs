@@ -29,3 +29,11 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
         _ => true,
     }
 }
+
+/// `slurm_spank_task_init` (slurmstepd's task child only).
+pub fn task_init(sp: &Spank) -> bool {
+    match sp.context() {
+        Context::Remote => crate::stepd::task_init(sp),
+        _ => true,
+    }
+}

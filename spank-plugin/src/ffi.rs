@@ -2,7 +2,7 @@
 //!
 //! - the symbols Slurm's plugin loader reads (`plugin_name`, `plugin_type`, `plugin_version`,
 //!   `spank_plugin_version`), with `plugin_version` taken from the headers at build time;
-//! - the three callbacks launchguard implements, each wrapped in `catch_unwind` so that a panic can
+//! - the four callbacks launchguard implements, each wrapped in `catch_unwind` so that a panic can
 //!   never unwind into srun or slurmstepd (it is logged, and the launch goes on);
 //! - safe wrappers over `spank_get_item`, `spank_getenv`, `spank_context` and Slurm's log functions.
 //!
@@ -315,4 +315,15 @@ pub extern "C" fn slurm_spank_task_init_privileged(
         av,
         crate::dispatch::task_init_privileged,
     )
+}
+
+/// SPANK callback: in each task, as the user, just before execve (inside the container when listed
+/// after Pyxis).
+#[no_mangle]
+pub extern "C" fn slurm_spank_task_init(
+    sp: sys::spank_t,
+    ac: c_int,
+    av: *mut *mut c_char,
+) -> c_int {
+    guard("task_init", sp, ac, av, crate::dispatch::task_init)
 }

@@ -49,11 +49,11 @@ pub fn node_gpu_files() -> u32 {
         .count() as u32
 }
 
-/// CPUs of this machine.
+/// CPUs of this machine, from `/sys/devices/system/cpu/online` (not the affinity mask or cgroup of
+/// this process, which in slurmstepd can be the step's).
 pub fn node_cpus() -> Option<u32> {
-    std::thread::available_parallelism()
-        .ok()
-        .map(|n| n.get() as u32)
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    launchguard_core::checks::env::count_cpu_list(&text)
 }
 
 /// Node facts for srun: inside an allocation, the allocation's CPUs and GPUs on this node

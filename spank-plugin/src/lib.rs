@@ -9,6 +9,7 @@
 //! | sbatch, salloc (allocator)     | `init_post_opt`        | [`allocator`] |
 //! | slurmstepd (remote), per node  | `user_init`            | [`stepd`]     |
 //! | slurmstepd task child (remote) | `task_init_privileged` | [`stepd`]     |
+//! | the task, as the user (remote) | `task_init`            | [`stepd`]     |
 //!
 //! All `unsafe` lives in [`ffi`]. The plugin starts no threads, makes no network calls, and fails open:
 //! a panic or an unreadable fact lets the launch go on.

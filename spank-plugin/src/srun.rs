@@ -6,7 +6,7 @@
 use crate::ffi::{self, Spank};
 use crate::gather;
 use launchguard_core::argv::{self, Tool};
-use launchguard_core::checks::marker::{self, SrunMarker};
+use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
 use launchguard_core::checks::{cpus_per_task, export, judge};
 use launchguard_core::policy::parse_args;
 use launchguard_core::{CheckKind, Mode};
@@ -26,12 +26,12 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     let release = gather::release(sp);
 
     let mut findings = vec![];
-    let mut predicted = None;
+    let mut cpus = CpusMark::Unjudged;
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
         let node = gather::srun_node_facts();
-        let (f, cpt) = cpus_per_task::check_srun(release, &parsed, &env, &node, &policy);
+        let (f, mark) = cpus_per_task::check_srun(release, &parsed, &env, &node, &policy);
         findings.extend(f);
-        predicted = cpt;
+        cpus = mark;
     }
     findings.extend(export::check_srun(&parsed, &env));
     let verdict = judge(findings, &policy);
@@ -39,7 +39,8 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         ffi::log_user(&f.to_string());
     }
     let m = SrunMarker {
-        cpus_per_task: predicted,
+        cpus,
+        container: export::uses_container(&parsed, &env),
         reported: verdict.shown.iter().map(|f| f.id().to_string()).collect(),
     };
     ffi::set_srun_env(marker::VAR, &m.encode());

@@ -1,13 +1,16 @@
 //! slurmstepd (remote context): judges the step as Slurm built it.
 //!
-//! `user_init` (once per step on each node, before the tasks fork) gathers the step's facts:
-//! `S_STEP_CPUS_PER_TASK` (the truth about CPUs per task), the step's GPUs and `PATH` from the job's
-//! environment, and what srun's plugin already reported (`SLURM_LAUNCHGUARD_SRUN`). Warnings are
-//! printed there, on node 0 only, so a multi-node step shows each finding once.
+//! - `user_init` (once per step on each node, before the tasks fork) judges CPUs per task from
+//!   `S_STEP_CPUS_PER_TASK` (the truth) and the step's GPUs. Warnings print there, on node 0 only, so a
+//!   multi-node step shows each finding once.
+//! - `task_init_privileged` (each task, root, before any other plugin's `task_init`) stops every task
+//!   of a step rejected in `user_init`; it is the first remote callback whose failure reaches srun's exit
+//!   code (exit 1) — a failing `user_init` only gives `task 0 launch failed` and exit 0 on 22.05
+//!   (spank-facts.md). Task 0 prints the reason.
+//! - `task_init` (each task, as the user, just before execve; inside the container when launchguard
+//!   is listed after Pyxis) judges the environment the program will really get: a missing `PATH`.
 //!
-//! A rejection happens in `task_init_privileged`, the first remote callback whose failure reaches srun's
-//! exit code (exit 1) — a failing `user_init` only gives `task 0 launch failed` and exit 0 on 22.05
-//! (spank-facts.md). Every task fails; task 0 prints the reason.
+//! What srun's plugin already reported (`SLURM_LAUNCHGUARD_SRUN`) is not repeated.
 
 use crate::ffi::{self, NumItem, Spank};
 use crate::gather;
@@ -17,32 +20,55 @@ use launchguard_core::checks::gpus::step_gpu_count;
 use launchguard_core::checks::marker::{self, SrunMarker};
 use launchguard_core::checks::{judge, NodeFacts, Verdict};
 use launchguard_core::policy::parse_args;
-use launchguard_core::{CheckKind, Mode};
+use launchguard_core::{CheckKind, Mode, Policy};
 use std::sync::OnceLock;
 
 /// Step ids from here up are Slurm's special steps (batch, extern, interactive, pending…); their
 /// environment is the allocation's, not a launch's.
 const FIRST_SPECIAL_STEP: u64 = 0xffff_fff0;
 
-/// The step's verdict, made in `user_init` and inherited by the forked task children.
-static VERDICT: OnceLock<Verdict> = OnceLock::new();
+/// What `user_init` learnt, inherited by the forked task children.
+struct StepState {
+    policy: Policy,
+    label: String,
+    marker: Option<SrunMarker>,
+    cpus: Verdict,
+}
 
-/// Judges the step; prints warnings (node 0). Always lets `user_init` succeed.
+static STATE: OnceLock<Option<StepState>> = OnceLock::new();
+
+/// Judges the step's CPUs; prints warnings (node 0). Always lets `user_init` succeed.
 pub fn user_init(sp: &Spank) -> bool {
+    let state = STATE.get_or_init(|| gather_state(sp));
+    if let Some(st) = state {
+        for f in &st.cpus.shown {
+            ffi::log_info(&format!("{f} ({})", st.label));
+        }
+        let node_id = sp.get_number(NumItem::NodeId).unwrap_or(0);
+        if !st.cpus.reject && node_id == 0 {
+            for f in &st.cpus.shown {
+                ffi::log_user(&f.to_string());
+            }
+        }
+    }
+    true
+}
+
+fn gather_state(sp: &Spank) -> Option<StepState> {
     let (policy, problems) = parse_args(sp.args());
     let job = sp.get_number(NumItem::JobId).unwrap_or(0);
     let step = sp.get_number(NumItem::StepId).unwrap_or(0);
     let uid = sp.get_number(NumItem::Uid).unwrap_or(u64::MAX);
+    let label = format!("job {job}.{step} uid {uid}");
     for p in &problems {
-        ffi::log_error(&format!("{p} (job {job}.{step})"));
+        ffi::log_error(&format!("{p} ({label})"));
     }
     if policy.all_off() || step >= FIRST_SPECIAL_STEP {
-        return true;
+        return None;
     }
     let env = |n: &str| sp.getenv(n);
     let release = gather::release(sp);
-    let srun_marker = sp.getenv(marker::VAR).and_then(|v| SrunMarker::decode(&v));
-
+    let marker = sp.getenv(marker::VAR).and_then(|v| SrunMarker::decode(&v));
     let mut findings = vec![];
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
         let gpus = step_gpu_count(&env);
@@ -53,53 +79,75 @@ pub fn user_init(sp: &Spank) -> bool {
             gpus,
             job_cpus_per_task: sp.getenv("SLURM_CPUS_PER_TASK"),
             overcommit: sp.getenv("SLURM_OVERCOMMIT").is_some_and(|v| v == "1"),
+            exempt: sp
+                .getenv("SLURM_CPU_BIND")
+                .is_some_and(|v| v.split(',').any(|t| t.trim() == "none"))
+                || sp.getenv("SLURM_PTY_PORT").is_some(),
         };
         let node = step_node_facts(sp, gpus);
         findings.extend(cpus_per_task::check_step(
             release,
             &facts,
-            srun_marker.as_ref(),
+            marker.as_ref(),
             &node,
             &policy,
         ));
     }
-    let step_env = StepEnv {
-        has_path: sp.getenv("PATH").is_some(),
-        argv0: sp.job_argv0(),
-    };
-    let already = srun_marker
-        .as_ref()
-        .is_some_and(|m| m.reported(CheckKind::ExportAll.id()));
-    findings.extend(export::check_step(&step_env, already));
-
-    let verdict = judge(findings, &policy);
-    for f in &verdict.shown {
-        ffi::log_info(&format!("{f} (job {job}.{step} uid {uid})"));
-    }
-    let node_id = sp.get_number(NumItem::NodeId).unwrap_or(0);
-    if !verdict.reject && node_id == 0 {
-        for f in &verdict.shown {
-            ffi::log_user(&f.to_string());
-        }
-    }
-    let _ = VERDICT.set(verdict);
-    true
+    let cpus = judge(findings, &policy);
+    Some(StepState {
+        policy,
+        label,
+        marker,
+        cpus,
+    })
 }
 
-/// Stops every task of a rejected step; task 0 prints the reasons.
+/// Stops every task of a step rejected in `user_init`; task 0 prints the reasons.
 pub fn task_init_privileged(sp: &Spank) -> bool {
-    let Some(v) = VERDICT.get() else {
+    let Some(Some(st)) = STATE.get() else {
         return true;
     };
-    if !v.reject {
+    if !st.cpus.reject {
         return true;
     }
     if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
-        for f in &v.shown {
+        for f in &st.cpus.shown {
             ffi::log_user(&f.to_string());
         }
     }
     false
+}
+
+/// Judges the environment the task's program will get; task 0 prints, every task stops on a
+/// rejection.
+pub fn task_init(sp: &Spank) -> bool {
+    let Some(Some(st)) = STATE.get() else {
+        return true;
+    };
+    let mut findings = vec![];
+    if st.policy.mode_for(CheckKind::ExportAll) != Mode::Off {
+        let step_env = StepEnv {
+            has_path: sp.getenv("PATH").is_some(),
+            argv0: sp.job_argv0(),
+            container: st.marker.as_ref().is_some_and(|m| m.container),
+        };
+        let already = st
+            .marker
+            .as_ref()
+            .is_some_and(|m| m.reported(CheckKind::ExportAll.id()));
+        findings.extend(export::check_step(&step_env, already));
+    }
+    if findings.is_empty() {
+        return true;
+    }
+    let v = judge(findings, &st.policy);
+    if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
+        for f in &v.shown {
+            ffi::log_info(&format!("{f} ({})", st.label));
+            ffi::log_user(&f.to_string());
+        }
+    }
+    !v.reject
 }
 
 /// The node's CPUs per GPU for advice: this machine's CPUs and NVIDIA GPU files; without GPU files

@@ -12,7 +12,7 @@
 
 use super::env::{parse_count, Env};
 use super::gpus::srun_gpu_request;
-use super::marker::SrunMarker;
+use super::marker::{CpusMark, SrunMarker};
 use super::NodeFacts;
 use crate::argv::ParsedArgv;
 use crate::finding::{CheckKind, Finding, Severity};
@@ -29,8 +29,13 @@ const WHY_FEW: &str =
 pub enum MinSource {
     /// `min_cpus_per_task=N` in plugstack.
     Admin(u32),
-    /// The node's CPUs ÷ its GPUs.
-    Node { per_gpu: u32, cpus: u32, gpus: u32 },
+    /// The node's CPUs ÷ its GPUs, times the GPUs each task drives.
+    Node {
+        per_gpu: u32,
+        cpus: u32,
+        gpus: u32,
+        gpus_per_task: u32,
+    },
 }
 
 impl MinSource {
@@ -38,14 +43,48 @@ impl MinSource {
     pub fn value(self) -> u32 {
         match self {
             MinSource::Admin(n) => n,
-            MinSource::Node { per_gpu, .. } => per_gpu,
+            MinSource::Node {
+                per_gpu,
+                gpus_per_task,
+                ..
+            } => per_gpu.saturating_mul(gpus_per_task),
+        }
+    }
+
+    /// The same floor for tasks that each drive `gpus_per_task` GPUs (the admin's number is per task
+    /// already).
+    pub fn per_task(self, gpus_per_task: u32) -> MinSource {
+        match self {
+            MinSource::Node {
+                per_gpu,
+                cpus,
+                gpus,
+                ..
+            } => MinSource::Node {
+                per_gpu,
+                cpus,
+                gpus,
+                gpus_per_task: gpus_per_task.max(1),
+            },
+            admin => admin,
         }
     }
 
     fn basis(self) -> String {
         match self {
             MinSource::Admin(n) => format!(" (min_cpus_per_task={n} set by the admin)"),
-            MinSource::Node { cpus, gpus, .. } => format!(" ({cpus} CPUs / {gpus} GPUs)"),
+            MinSource::Node {
+                cpus,
+                gpus,
+                gpus_per_task: 1,
+                ..
+            } => format!(" ({cpus} CPUs / {gpus} GPUs)"),
+            MinSource::Node {
+                cpus,
+                gpus,
+                gpus_per_task,
+                ..
+            } => format!(" ({cpus} CPUs / {gpus} GPUs x {gpus_per_task} GPUs per task)"),
         }
     }
 }
@@ -62,6 +101,7 @@ pub fn min_cpus(policy: &Policy, node: &NodeFacts) -> Option<MinSource> {
                 per_gpu: cpus / gpus,
                 cpus,
                 gpus,
+                gpus_per_task: 1,
             })
         }
     }
@@ -74,6 +114,8 @@ pub enum CpusSource {
     Option(u32),
     /// The environment variable this release's srun reads (`SRUN_CPUS_PER_TASK` or `SLURM_CPUS_PER_TASK`).
     Env(&'static str, u32),
+    /// `--tres-per-task=cpu:N` (option, or `SLURM_TRES_PER_TASK` on 23.11+): how 23.11+ also spell `-c`.
+    Tres(u32),
     /// `--cpus-per-gpu` (option or `SLURM_CPUS_PER_GPU`): CPUs follow the GPUs; not judged here.
     PerGpu,
     /// Nothing: srun's default of 1 CPU per task.
@@ -91,6 +133,15 @@ pub fn srun_cpus_source(
     if let Some(v) = argv.value("cpus-per-task") {
         return parse_count(v).map_or(CpusSource::Unusable, CpusSource::Option);
     }
+    let tres = argv.value("tres-per-task").map(str::to_string).or_else(|| {
+        release
+            .srun_reads_slurm_cpus_per_task()
+            .then(|| env.get("SLURM_TRES_PER_TASK"))
+            .flatten()
+    });
+    if let Some(n) = tres.as_deref().and_then(cpus_in_tres) {
+        return CpusSource::Tres(n);
+    }
     if argv.value("cpus-per-gpu").is_some() || env.get("SLURM_CPUS_PER_GPU").is_some() {
         return CpusSource::PerGpu;
     }
@@ -99,6 +150,52 @@ pub fn srun_cpus_source(
         return parse_count(&v).map_or(CpusSource::Unusable, |n| CpusSource::Env(var, n));
     }
     CpusSource::Default
+}
+
+/// CPUs in a TRES-per-task list such as `cpu:24`, `cpu=24,gres/gpu:1`.
+fn cpus_in_tres(spec: &str) -> Option<u32> {
+    spec.split(',').find_map(|item| {
+        let item = item.trim();
+        let rest = item.strip_prefix("cpu")?;
+        let n = rest.strip_prefix(':').or_else(|| rest.strip_prefix('='))?;
+        parse_count(n)
+    })
+}
+
+/// Why an srun launch is not judged on CPUs per task at all: helper steps whose tasks are not pinned
+/// (`--cpu-bind=none`: MPI daemons such as Open MPI's/PRRTE's `orted`/`prted` launched through srun),
+/// interactive shells (`--pty`, `--interactive`).
+fn exempt(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> bool {
+    let unbound = argv
+        .value("cpu-bind")
+        .map(str::to_string)
+        .or_else(|| env.get("SLURM_CPU_BIND"))
+        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("none")));
+    unbound || argv.has("pty") || argv.has("interactive")
+}
+
+/// GPUs per task, when the options say: `--gpus-per-task=K` (or `SLURM_GPUS_PER_TASK`), or GPUs per
+/// node (`--gpus-per-node`, `--gres=gpu:G`) divided by `--ntasks-per-node`.
+fn gpus_per_task(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Option<u32> {
+    let count = |v: &str| v.rsplit(':').next().and_then(parse_count);
+    if let Some(k) = argv
+        .value("gpus-per-task")
+        .map(str::to_string)
+        .or_else(|| env.get("SLURM_GPUS_PER_TASK"))
+        .as_deref()
+        .and_then(count)
+    {
+        return Some(k);
+    }
+    let per_node = argv.value("gpus-per-node").and_then(count).or_else(|| {
+        argv.value("gres").and_then(|g| {
+            g.split(',')
+                .find(|x| x.starts_with("gpu") || x.starts_with("gres/gpu"))
+                .and_then(count)
+        })
+    })?;
+    let tasks = argv.value("ntasks-per-node").and_then(parse_count)?;
+    (per_node >= tasks && per_node % tasks == 0).then_some(per_node / tasks)
 }
 
 /// The fix for a step with too few CPUs per task, in this release's terms.
@@ -124,27 +221,37 @@ fn fix_text(release: SlurmRelease, n: Option<u32>, basis: &str, trap: bool) -> S
     }
 }
 
-/// Judges an srun launch before allocation (srun, local context). Returns the findings and the CPUs
-/// per task it predicts (for [`SrunMarker::cpus_per_task`]); the prediction is `None` when the check
-/// does not apply.
+/// Judges an srun launch before allocation (srun, local context). Returns the findings and srun's
+/// verdict for slurmstepd ([`SrunMarker::cpus`]).
+///
+/// Never rejects what it could not read: with options it does not know ([`ParsedArgv::uncertain`]) it
+/// leaves the judgement to slurmstepd, which sees `S_STEP_CPUS_PER_TASK`. `--overlap` steps (monitoring
+/// inside a running job) only get a warning; `--cpu-bind=none` helper steps and interactive shells
+/// none.
 pub fn check_srun(
     release: SlurmRelease,
     argv: &ParsedArgv,
     env: &(impl Env + ?Sized),
     node: &NodeFacts,
     policy: &Policy,
-) -> (Vec<Finding>, Option<u32>) {
+) -> (Vec<Finding>, CpusMark) {
     let gpu = srun_gpu_request(argv, env);
     if policy.gpu_steps_only && !gpu.is_gpu() {
-        return (vec![], None);
+        return (vec![], CpusMark::Unjudged);
+    }
+    if exempt(argv, env) {
+        return (vec![], CpusMark::Exempt);
     }
     let step = if gpu.is_gpu() { "GPU step" } else { "step" };
-    let min = min_cpus(policy, node);
+    let gpt = gpus_per_task(argv, env).unwrap_or(1);
+    let min = min_cpus(policy, node).map(|m| m.per_task(gpt));
     let source = srun_cpus_source(release, argv, env);
     let (cpt, explicit) = match source {
-        CpusSource::Option(n) | CpusSource::Env(_, n) => (n, true),
+        CpusSource::Option(n) | CpusSource::Env(_, n) | CpusSource::Tres(n) => (n, true),
+        CpusSource::Default if argv.uncertain => return (vec![], CpusMark::Unjudged),
         CpusSource::Default => (1, false),
-        CpusSource::PerGpu | CpusSource::Unusable => return (vec![], None),
+        CpusSource::PerGpu => return (vec![], CpusMark::Exempt),
+        CpusSource::Unusable => return (vec![], CpusMark::Unjudged),
     };
     let mut out = vec![];
     if !explicit {
@@ -176,9 +283,15 @@ pub fn check_srun(
         } else {
             min.map(MinSource::basis).unwrap_or_default()
         };
+        // An --overlap step shares a running job's CPUs (monitoring, debugging): say it, never stop it.
+        let severity = if argv.has("overlap") {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
         out.push(Finding {
             check: CheckKind::CpusPerTask,
-            severity: Severity::Error,
+            severity,
             what,
             why: WHY_ONE.into(),
             fix: fix_text(release, n, &basis, trap),
@@ -186,7 +299,7 @@ pub fn check_srun(
     } else if let Some(min) = min.filter(|m| cpt < m.value()) {
         out.push(few_finding(step, cpt, min));
     }
-    (out, Some(cpt))
+    (out, CpusMark::Predicted(cpt))
 }
 
 fn few_finding(step: &str, cpt: u32, min: MinSource) -> Finding {
@@ -218,6 +331,9 @@ pub struct StepCpus {
     pub job_cpus_per_task: Option<String>,
     /// `SLURM_OVERCOMMIT` in the job's environment: `S_STEP_CPUS_PER_TASK` is 1 by design then.
     pub overcommit: bool,
+    /// Tasks not pinned (`SLURM_CPU_BIND` contains `none`) or an interactive step (`SLURM_PTY_PORT`):
+    /// helper steps, not judged.
+    pub exempt: bool,
 }
 
 /// Judges a running step (slurmstepd, remote context) from `S_STEP_CPUS_PER_TASK`, the truth.
@@ -232,11 +348,12 @@ pub fn check_step(
     let Some(cpt) = step.cpus_per_task.filter(|n| *n > 0) else {
         return vec![];
     };
-    if (policy.gpu_steps_only && step.gpus == 0) || step.overcommit {
+    if (policy.gpu_steps_only && step.gpus == 0) || step.overcommit || step.exempt {
         return vec![];
     }
     if let Some(m) = marker {
-        if m.cpus_per_task == Some(cpt) || m.reported(CheckKind::CpusPerTask.id()) {
+        let predicted_same = m.cpus == CpusMark::Predicted(cpt);
+        if predicted_same || m.cpus == CpusMark::Exempt || m.reported(CheckKind::CpusPerTask.id()) {
             return vec![];
         }
     }
@@ -304,7 +421,7 @@ mod tests {
         argv: &[&str],
         env: &[(&str, &str)],
         args: &[&str],
-    ) -> (Vec<Finding>, Option<u32>) {
+    ) -> (Vec<Finding>, CpusMark) {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         let (p, probs) = parse_args(args);
         assert!(probs.is_empty());
@@ -316,128 +433,53 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
     fn srun_prediction_follows_the_release() {
-        // (release, argv, env, expected finding severity, predicted cpt)
-        type Row<'a> = (
-            SlurmRelease,
-            &'a [&'a str],
-            &'a [(&'a str, &'a str)],
-            Option<Severity>,
-            Option<u32>,
-        );
+        // (release, argv, env, expected finding severity, srun's verdict for slurmstepd)
+        type Row<'a> = (SlurmRelease, &'a [&'a str], &'a [(&'a str, &'a str)], Option<Severity>, CpusMark);
+        use CpusMark::{Exempt as X, Predicted as P, Unjudged as U};
         let g = "--gres=gpu:8";
         let table: &[Row] = &[
-            (
-                R2205,
-                &["srun", g, "x"],
-                &[],
-                Some(Severity::Error),
-                Some(1),
-            ),
-            (R2205, &["srun", g, "-c", "24", "x"], &[], None, Some(24)),
-            (R2205, &["srun", g, "-c24", "x"], &[], None, Some(24)),
-            (
-                R2205,
-                &["srun", g, "--cpus-per-task=24", "x"],
-                &[],
-                None,
-                Some(24),
-            ),
-            (
-                R2205,
-                &["srun", g, "-c", "4", "x"],
-                &[],
-                Some(Severity::Warning),
-                Some(4),
-            ),
-            (
-                R2205,
-                &["srun", g, "-c", "1", "x"],
-                &[],
-                Some(Severity::Warning),
-                Some(1),
-            ),
+            (R2205, &["srun", g, "x"], &[], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "-c", "24", "x"], &[], None, P(24)),
+            (R2205, &["srun", g, "-c24", "x"], &[], None, P(24)),
+            (R2205, &["srun", g, "--cpus-per-task=24", "x"], &[], None, P(24)),
+            (R2205, &["srun", g, "-c", "4", "x"], &[], Some(Severity::Warning), P(4)),
+            (R2205, &["srun", g, "-c", "1", "x"], &[], Some(Severity::Warning), P(1)),
             // the 22.05 trap: inherited SLURM_CPUS_PER_TASK is ignored
-            (
-                R2205,
-                &["srun", g, "x"],
-                &[("SLURM_CPUS_PER_TASK", "24")],
-                Some(Severity::Error),
-                Some(1),
-            ),
-            (
-                R2205,
-                &["srun", g, "x"],
-                &[("SRUN_CPUS_PER_TASK", "24")],
-                None,
-                Some(24),
-            ),
+            (R2205, &["srun", g, "x"], &[("SLURM_CPUS_PER_TASK", "24")], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "x"], &[("SRUN_CPUS_PER_TASK", "24")], None, P(24)),
             // 23.11+: SLURM_CPUS_PER_TASK is read, SRUN_CPUS_PER_TASK is not
-            (
-                R2311,
-                &["srun", g, "x"],
-                &[("SLURM_CPUS_PER_TASK", "24")],
-                None,
-                Some(24),
-            ),
-            (
-                R2411,
-                &["srun", g, "x"],
-                &[("SRUN_CPUS_PER_TASK", "24")],
-                Some(Severity::Error),
-                Some(1),
-            ),
-            // cpus-per-gpu and garbage are not judged
-            (
-                R2205,
-                &["srun", g, "--cpus-per-gpu=24", "x"],
-                &[],
-                None,
-                None,
-            ),
-            (R2205, &["srun", g, "-c", "abc", "x"], &[], None, None),
-            (
-                R2205,
-                &["srun", g, "x"],
-                &[("SRUN_CPUS_PER_TASK", "-1")],
-                None,
-                None,
-            ),
-            (
-                R2205,
-                &["srun", g, "x"],
-                &[("SRUN_CPUS_PER_TASK", "0")],
-                None,
-                None,
-            ),
+            (R2311, &["srun", g, "x"], &[("SLURM_CPUS_PER_TASK", "24")], None, P(24)),
+            (R2411, &["srun", g, "x"], &[("SRUN_CPUS_PER_TASK", "24")], Some(Severity::Error), P(1)),
+            // 23.11+ also spell -c as --tres-per-task=cpu:N
+            (R2411, &["srun", g, "--tres-per-task=cpu:24", "x"], &[], None, P(24)),
+            (R2411, &["srun", g, "x"], &[("SLURM_TRES_PER_TASK", "cpu=24")], None, P(24)),
+            // cpus-per-gpu is exempt (slurmstepd sees 1 by design); garbage is not judged
+            (R2205, &["srun", g, "--cpus-per-gpu=24", "x"], &[], None, X),
+            (R2205, &["srun", g, "-c", "abc", "x"], &[], None, U),
+            (R2205, &["srun", g, "x"], &[("SRUN_CPUS_PER_TASK", "-1")], None, U),
+            (R2205, &["srun", g, "x"], &[("SRUN_CPUS_PER_TASK", "0")], None, U),
+            // helper and interactive steps are exempt; --overlap only warns
+            (R2205, &["srun", g, "--cpu-bind=none", "orted"], &[], None, X),
+            (R2205, &["srun", g, "prted"], &[("SLURM_CPU_BIND", "quiet,none")], None, X),
+            (R2205, &["srun", g, "--pty", "bash"], &[], None, X),
+            (R2205, &["srun", "--overlap", "--jobid=5", "nvidia-smi"], &[("SLURM_JOB_GPUS", "0")], Some(Severity::Warning), P(1)),
+            // options launchguard does not know: never reject on absence, leave it to slurmstepd
+            (R2205, &["srun", g, "--some-site-option", "x"], &[], None, U),
+            (R2205, &["srun", g, "--prefer", "h100", "-c", "24", "x"], &[], None, P(24)),
             // not a GPU step
-            (R2205, &["srun", "x"], &[], None, None),
+            (R2205, &["srun", "x"], &[], None, U),
             // inherited GPUs make it a GPU step
-            (
-                R2205,
-                &["srun", "x"],
-                &[("SLURM_JOB_GPUS", "0,1")],
-                Some(Severity::Error),
-                Some(1),
-            ),
+            (R2205, &["srun", "x"], &[("SLURM_JOB_GPUS", "0,1")], Some(Severity::Error), P(1)),
             // the command's own -c is not srun's
-            (
-                R2205,
-                &["srun", g, "python", "-c", "24"],
-                &[],
-                Some(Severity::Error),
-                Some(1),
-            ),
+            (R2205, &["srun", g, "python", "-c", "24"], &[], Some(Severity::Error), P(1)),
         ];
-        for (rel, argv, env, sev, cpt) in table {
+        for (rel, argv, env, sev, mark) in table {
             let (f, got) = run(*rel, argv, env, &[]);
-            assert_eq!(
-                f.first().map(|f| f.severity),
-                *sev,
-                "{rel} {argv:?} {env:?}: {f:?}"
-            );
+            assert_eq!(f.first().map(|f| f.severity), *sev, "{rel} {argv:?} {env:?}: {f:?}");
             assert!(f.len() <= 1);
-            assert_eq!(got, *cpt, "{rel} {argv:?} {env:?}");
+            assert_eq!(got, *mark, "{rel} {argv:?} {env:?}");
         }
     }
 
@@ -471,6 +513,40 @@ mod tests {
         assert!(f[0].fix.contains("add -c 2 to srun"), "{}", f[0].fix);
         assert!(
             f[0].fix.contains("SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK"),
+            "{}",
+            f[0].fix
+        );
+    }
+
+    #[test]
+    fn advice_scales_with_gpus_per_task() {
+        let (f, _) = run(
+            R2205,
+            &[
+                "srun",
+                "--ntasks-per-node=1",
+                "--gpus-per-node=8",
+                "torchrun",
+            ],
+            &[],
+            &[],
+        );
+        assert!(
+            f[0].fix.starts_with(
+                "add --cpus-per-task=192 to srun (192 CPUs / 8 GPUs x 8 GPUs per task)"
+            ),
+            "{}",
+            f[0].fix
+        );
+        let (f, _) = run(
+            R2205,
+            &["srun", "--gpus-per-task=2", "-c", "24", "x"],
+            &[],
+            &[],
+        );
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].fix.starts_with("use --cpus-per-task=48"),
             "{}",
             f[0].fix
         );
@@ -520,6 +596,7 @@ mod tests {
             gpus: 2,
             job_cpus_per_task: Some("2".into()),
             overcommit: false,
+            exempt: false,
         };
         let f = check_step(R2205, &trap, None, &node, &p);
         assert_eq!(f.len(), 1);
@@ -530,17 +607,23 @@ mod tests {
         );
         assert_eq!(f[0].severity, Severity::Error);
         // srun already predicted 1 and spoke: silence
-        let m = SrunMarker {
-            cpus_per_task: Some(1),
-            reported: vec![],
+        let mark = |cpus| SrunMarker {
+            cpus,
+            ..Default::default()
         };
+        let m = mark(CpusMark::Predicted(1));
         assert!(check_step(R2205, &trap, Some(&m), &node, &p).is_empty());
-        // srun predicted 2 but the step got 1: speak
-        let m = SrunMarker {
-            cpus_per_task: Some(2),
-            reported: vec![],
-        };
+        // srun exempted it (--cpus-per-gpu, --cpu-bind=none): slurmstepd sees 1 by design
+        let m = mark(CpusMark::Exempt);
+        assert!(check_step(R2205, &trap, Some(&m), &node, &p).is_empty());
+        // srun predicted 2 but the step got 1, or srun did not judge: speak
+        let m = mark(CpusMark::Predicted(2));
         assert_eq!(check_step(R2205, &trap, Some(&m), &node, &p).len(), 1);
+        let m = mark(CpusMark::Unjudged);
+        assert_eq!(check_step(R2205, &trap, Some(&m), &node, &p).len(), 1);
+        let mut s = trap.clone();
+        s.exempt = true;
+        assert!(check_step(R2205, &s, None, &node, &p).is_empty());
         // no GPUs, overcommit, garbage: silence
         let mut s = trap.clone();
         s.gpus = 0;

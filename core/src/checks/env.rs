@@ -37,6 +37,23 @@ pub fn parse_count(s: &str) -> Option<u32> {
     (1..=1 << 20).contains(&n).then_some(n)
 }
 
+/// Counts a Linux CPU list such as `0-191` or `0-3,8-11,16` (`/sys/devices/system/cpu/online`).
+/// `None` for anything malformed.
+pub fn count_cpu_list(s: &str) -> Option<u32> {
+    let mut n: u32 = 0;
+    for part in s.trim().split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            None => {
+                let a = part.parse::<u32>().ok()?;
+                (a, a)
+            }
+        };
+        n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
+    }
+    (n > 0).then_some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,6 +64,16 @@ mod tests {
             assert_eq!(parse_count(bad), None, "{bad}");
         }
         assert_eq!(parse_count(" 24 "), Some(24));
+    }
+
+    #[test]
+    fn cpu_lists_count() {
+        assert_eq!(count_cpu_list("0-191\n"), Some(192));
+        assert_eq!(count_cpu_list("0-3,8-11,16"), Some(9));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        for bad in ["", "3-1", "a-b", "0-", ","] {
+            assert_eq!(count_cpu_list(bad), None, "{bad}");
+        }
     }
 
     #[test]

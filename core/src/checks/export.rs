@@ -10,7 +10,7 @@
 //! literally (`X="A,B"` reaches the task as `"A`).
 
 use super::env::Env;
-use crate::argv::ParsedArgv;
+use crate::argv::{ParsedArgv, Tool};
 use crate::finding::{clip, CheckKind, Finding, Severity};
 
 const WHY_EXECVE: &str =
@@ -36,6 +36,28 @@ fn tokens(value: &str) -> impl Iterator<Item = &str> {
 /// Whether an export value includes `ALL` (case-insensitive, anywhere in the list).
 pub fn has_all(value: &str) -> bool {
     tokens(value).any(|t| t.trim().eq_ignore_ascii_case("ALL"))
+}
+
+/// Whether an export list passes `PATH` itself (`PATH` or `PATH=…`): the step then has a PATH.
+pub fn names_path(value: &str) -> bool {
+    tokens(value).any(|t| {
+        let t = t.trim();
+        t == "PATH" || t.starts_with("PATH=")
+    })
+}
+
+/// Whether the launch runs in a Pyxis container (`--container-image`/`--container-name`, on srun or
+/// inherited from sbatch as `SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_*`). Pyxis copies the
+/// image's environment, PATH included, into the step after launchguard's slurmstepd checks.
+pub fn uses_container(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> bool {
+    argv.has("container-image")
+        || argv.has("container-name")
+        || env
+            .get("SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image")
+            .is_some()
+        || env
+            .get("SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_name")
+            .is_some()
 }
 
 /// The same export list with `ALL` first and `NONE`/`NIL`/empty entries dropped:
@@ -64,10 +86,9 @@ fn valid_name(s: &str) -> bool {
 }
 
 /// Findings about an export list being cut at commas or carrying quotes (`launch.export_split`).
-/// `env` is the caller's environment: a bare name after `NAME=value` that is not set there (or any
-/// bare name when `ALL` is present, where naming a variable is redundant) is a piece of the value.
+/// `env` is the caller's environment: a bare name after `NAME=value` that is not set there is a piece
+/// of the value.
 pub fn split_findings(value: &str, env: &(impl Env + ?Sized), label: &str) -> Vec<Finding> {
-    let all = has_all(value);
     let mut out = vec![];
     let toks: Vec<&str> = tokens(value).collect();
     let mut i = 0;
@@ -99,7 +120,8 @@ pub fn split_findings(value: &str, env: &(impl Env + ?Sized), label: &str) -> Ve
             {
                 break;
             }
-            if all || !valid_name(bt) || env.get(bt).is_none() {
+            // A name set in the caller's environment is a variable being passed on purpose.
+            if !valid_name(bt) || env.get(bt).is_none() {
                 pieces.push(b);
                 i += 1;
             } else {
@@ -146,11 +168,11 @@ pub fn check_srun(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Vec<Finding> 
         _ => format!("SLURM_EXPORT_ENV={shown}"),
     };
     let mut out = vec![];
-    if !has_all(&value) {
+    if !has_all(&value) && !names_path(&value) {
         let cmd = argv.operands.first().map(String::as_str).unwrap_or("");
         // An absolute or relative path needs no PATH lookup: execve works, the program just runs
-        // without the caller's environment.
-        let severity = if cmd.contains('/') {
+        // without the caller's environment. A container image brings its own PATH (Pyxis).
+        let severity = if cmd.contains('/') || uses_container(argv, env) {
             Severity::Warning
         } else {
             Severity::Error
@@ -197,13 +219,17 @@ pub fn check_srun(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Vec<Finding> 
 /// `--export=NONE` is a valid choice for the batch script itself; its sruns are what break.
 /// `script` holds the arguments of the batch script's `#SBATCH` lines, when there is a script.
 pub fn check_allocation(
+    tool: Tool,
     argv: &ParsedArgv,
     script: Option<&ParsedArgv>,
     env: &(impl Env + ?Sized),
 ) -> Vec<Finding> {
+    let sbatch_env = (tool == Tool::Sbatch)
+        .then(|| env.get("SBATCH_EXPORT"))
+        .flatten();
     let (value, source) = if let Some(v) = argv.value("export") {
         (v.to_string(), ExportSource::Option)
-    } else if let Some(v) = env.get("SBATCH_EXPORT") {
+    } else if let Some(v) = sbatch_env {
         (v, ExportSource::InputEnv("SBATCH_EXPORT"))
     } else if let Some(v) = script.and_then(|s| s.value("export")) {
         (v.to_string(), ExportSource::Script)
@@ -217,7 +243,7 @@ pub fn check_allocation(
         _ => format!("--export={shown}"),
     };
     let mut out = vec![];
-    if !has_all(&value) {
+    if !has_all(&value) && !names_path(&value) {
         out.push(Finding {
             check: CheckKind::ExportAll,
             severity: Severity::Warning,
@@ -243,12 +269,14 @@ pub struct StepEnv {
     pub has_path: bool,
     /// The task's argv[0] (`S_JOB_ARGV`), if known.
     pub argv0: Option<String>,
+    /// srun said the step runs in a Pyxis container, whose image sets PATH.
+    pub container: bool,
 }
 
 /// Judges a running step: no `PATH` means execve of a bare command name fails (every route to it:
 /// `--export` without ALL, `SLURM_EXPORT_ENV=NONE`, `SRUN_EXPORT_ENV`, a plugin or prolog unsetting it).
 pub fn check_step(step: &StepEnv, already_reported: bool) -> Vec<Finding> {
-    if step.has_path || already_reported {
+    if step.has_path || already_reported || step.container {
         return vec![];
     }
     let cmd = step.argv0.as_deref().unwrap_or("");
@@ -375,6 +403,43 @@ mod tests {
     }
 
     #[test]
+    #[rustfmt::skip]
+    fn valid_exports_are_never_errors() {
+        // (argv, env, expected (id, severity) list)
+        type Row<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [(&'a str, Severity)]);
+        let table: &[Row] = &[
+            // PATH passed by name or value: the step has a PATH
+            (&["srun", "--export=PATH,FOO=1", "x"], &[("PATH", "/usr/bin")], &[]),
+            (&["srun", "--export=PATH=/usr/bin:/bin,FOO=1", "x"], &[], &[]),
+            // a Pyxis container brings PATH from its image: a warning at most
+            (&["srun", "--export=NONE", "--container-image=nvcr.io#pytorch", "python"], &[],
+             &[("launch.export_all", Severity::Warning)]),
+            (&["srun", "--export=NONE", "python"], &[("SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", "x")],
+             &[("launch.export_all", Severity::Warning)]),
+            // a variable set in the environment, named after ALL, is passed on purpose
+            (&["srun", "--export=ALL,FOO=1,HOME", "x"], &[("HOME", "/home/u")], &[]),
+            (&["srun", "--export=ALL,FOO=1,NOTSET", "x"], &[], &[("launch.export_split", Severity::Warning)]),
+            (&["srun", "--export=FOO=1", "x"], &[], &[("launch.export_all", Severity::Error)]),
+        ];
+        for (argv, env, want) in table {
+            let got: Vec<(&str, Severity)> = srun(argv, env).iter().map(|f| (f.id(), f.severity)).collect();
+            assert_eq!(&got, want, "{argv:?} {env:?}");
+        }
+    }
+
+    #[test]
+    fn sbatch_export_is_read_by_sbatch_only() {
+        let env: &[(&str, &str)] = &[("SBATCH_EXPORT", "NONE")];
+        let argv: Vec<String> = ["salloc", "bash"].iter().map(|s| s.to_string()).collect();
+        assert!(check_allocation(Tool::Salloc, &parse(Tool::Salloc, &argv), None, env).is_empty());
+        let argv: Vec<String> = ["sbatch", "job.sh"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            check_allocation(Tool::Sbatch, &parse(Tool::Sbatch, &argv), None, env).len(),
+            1
+        );
+    }
+
+    #[test]
     fn a_path_command_still_runs_so_it_is_only_a_warning() {
         let f = srun(&["srun", "--export=FOO=1", "/bin/hostname"], &[]);
         assert_eq!(f[0].severity, Severity::Warning);
@@ -416,7 +481,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let f = check_allocation(&parse(Tool::Sbatch, &argv), None, &[][..]);
+        let f = check_allocation(Tool::Sbatch, &parse(Tool::Sbatch, &argv), None, &[][..]);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Warning);
         assert!(f[0]
@@ -428,6 +493,7 @@ mod tests {
             .collect();
         let argv: Vec<String> = ["sbatch", "job.sh"].iter().map(|s| s.to_string()).collect();
         let f = check_allocation(
+            Tool::Sbatch,
             &parse(Tool::Sbatch, &argv),
             Some(&parse(Tool::Sbatch, &script)),
             &[][..],
@@ -442,6 +508,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert!(check_allocation(
+            Tool::Sbatch,
             &parse(Tool::Sbatch, &argv),
             Some(&parse(Tool::Sbatch, &script)),
             &[][..]
@@ -454,6 +521,7 @@ mod tests {
         let s = StepEnv {
             has_path: false,
             argv0: Some("hostname".into()),
+            container: false,
         };
         let f = check_step(&s, false);
         assert_eq!(f[0].severity, Severity::Error);
@@ -462,11 +530,13 @@ mod tests {
         let s = StepEnv {
             has_path: false,
             argv0: Some("/bin/hostname".into()),
+            container: false,
         };
         assert_eq!(check_step(&s, false)[0].severity, Severity::Warning);
         let s = StepEnv {
             has_path: true,
             argv0: None,
+            container: false,
         };
         assert!(check_step(&s, false).is_empty());
     }

@@ -2,8 +2,8 @@
 //!
 //! srun's plugin sets `SLURM_LAUNCHGUARD_SRUN` in its own environment before the launch. srun copies
 //! `SLURM_*` variables into the step's environment even with `--export=NONE` or `--export=FOO=1`
-//! (srun(1), `--export`), so slurmstepd's plugin reads it with `spank_getenv`. Value:
-//! `v1;cpt=<predicted CPUs per task or ->;reported=<finding id>+<finding id>…`.
+//! (srun(1), `--export`; verified by the integration tests), so slurmstepd's plugin reads it with
+//! `spank_getenv`. Value: `v1;cpt=<N|-|*>;ctr=<0|1>;reported=<finding id>+<finding id>…`.
 //!
 //! slurmstepd's plugin stays silent about a check that srun already judged with the same facts, and
 //! speaks when the step's real values contradict srun's prediction.
@@ -11,11 +11,28 @@
 /// Name of the environment variable.
 pub const VAR: &str = "SLURM_LAUNCHGUARD_SRUN";
 
+/// srun's verdict on CPUs per task, as slurmstepd needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CpusMark {
+    /// srun predicted this many CPUs per task and judged it (`cpt=N`).
+    Predicted(u32),
+    /// srun did not judge it (check off, not a GPU step, or options it could not read): slurmstepd
+    /// judges the step's real value (`cpt=-`).
+    #[default]
+    Unjudged,
+    /// The step must not be judged on CPUs per task: `--cpus-per-gpu`, `--cpu-bind=none` helper steps,
+    /// interactive steps (`cpt=*`). slurmstepd would see 1 there by design.
+    Exempt,
+}
+
 /// What srun's plugin predicted and reported.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SrunMarker {
-    /// CPUs per task srun's plugin predicted for the step, if it judged `launch.cpus_per_task`.
-    pub cpus_per_task: Option<u32>,
+    /// srun's verdict on CPUs per task.
+    pub cpus: CpusMark,
+    /// The launch uses a Pyxis container (`--container-image`/`--container-name`), whose image may
+    /// set `PATH` after slurmstepd's checks run.
+    pub container: bool,
     /// Finding IDs already shown to the user by srun's plugin.
     pub reported: Vec<String>,
 }
@@ -23,11 +40,16 @@ pub struct SrunMarker {
 impl SrunMarker {
     /// Encodes the marker as the variable's value.
     pub fn encode(&self) -> String {
-        let cpt = self
-            .cpus_per_task
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "-".into());
-        format!("v1;cpt={cpt};reported={}", self.reported.join("+"))
+        let cpt = match self.cpus {
+            CpusMark::Predicted(n) => n.to_string(),
+            CpusMark::Unjudged => "-".into(),
+            CpusMark::Exempt => "*".into(),
+        };
+        format!(
+            "v1;cpt={cpt};ctr={};reported={}",
+            u8::from(self.container),
+            self.reported.join("+")
+        )
     }
 
     /// Decodes a value; `None` when it is not a v1 marker (then it is ignored entirely).
@@ -39,7 +61,11 @@ impl SrunMarker {
         let mut m = SrunMarker::default();
         for p in parts {
             match p.split_once('=') {
-                Some(("cpt", v)) => m.cpus_per_task = v.parse().ok(),
+                Some(("cpt", "*")) => m.cpus = CpusMark::Exempt,
+                Some(("cpt", v)) => {
+                    m.cpus = v.parse().map_or(CpusMark::Unjudged, CpusMark::Predicted)
+                }
+                Some(("ctr", v)) => m.container = v == "1",
                 Some(("reported", v)) => {
                     m.reported = v
                         .split('+')
@@ -66,14 +92,17 @@ mod tests {
 
     #[test]
     fn round_trips() {
-        let m = SrunMarker {
-            cpus_per_task: Some(4),
-            reported: vec!["launch.export_all".into(), "launch.cpus_per_task".into()],
-        };
-        assert_eq!(SrunMarker::decode(&m.encode()), Some(m.clone()));
-        assert!(m.reported("launch.export_all"));
+        for cpus in [CpusMark::Predicted(4), CpusMark::Unjudged, CpusMark::Exempt] {
+            let m = SrunMarker {
+                cpus,
+                container: true,
+                reported: vec!["launch.export_all".into(), "launch.cpus_per_task".into()],
+            };
+            assert_eq!(SrunMarker::decode(&m.encode()), Some(m.clone()));
+            assert!(m.reported("launch.export_all"));
+        }
         let e = SrunMarker::default();
-        assert_eq!(e.encode(), "v1;cpt=-;reported=");
+        assert_eq!(e.encode(), "v1;cpt=-;ctr=0;reported=");
         assert_eq!(SrunMarker::decode(&e.encode()), Some(e));
     }
 
@@ -82,6 +111,6 @@ mod tests {
         assert_eq!(SrunMarker::decode("v2;cpt=1"), None);
         assert_eq!(SrunMarker::decode(""), None);
         let m = SrunMarker::decode("v1;cpt=abc;zzz;reported=").unwrap();
-        assert_eq!(m.cpus_per_task, None);
+        assert_eq!(m.cpus, CpusMark::Unjudged);
     }
 }
