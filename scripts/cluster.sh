@@ -107,15 +107,18 @@ make_devices() {
   [ -e /dev/fakegpu1 ] || mknod /dev/fakegpu1 c 195 1
   mkdir -p /dev/infiniband
   [ -e /dev/infiniband/uverbs0 ] || mknod /dev/infiniband/uverbs0 c 231 192
-  chmod 666 /dev/fakegpu0 /dev/fakegpu1 /dev/infiniband/uverbs0
+  [ -e /dev/infiniband/uverbs1 ] || mknod /dev/infiniband/uverbs1 c 231 193
+  chmod 666 /dev/fakegpu0 /dev/fakegpu1 /dev/infiniband/uverbs0 /dev/infiniband/uverbs1
 }
 
 write_config() {
   local cpus mem
   cpus=$(nproc --all)
   mem=$(( $(awk '/MemTotal/{print $2}' /proc/meminfo) / 1024 / 2 ))
-  local C=$R$CONF_DIR proctrack=proctrack/cgroup task=task/cgroup
-  if [ -n "$R" ]; then proctrack=proctrack/linuxproc; task=task/none; fi
+  local C=$R$CONF_DIR proctrack=proctrack/cgroup task=task/cgroup gres=gpu:2 grestypes=gpu
+  local rdma="NodeName=$NODE Name=nic File=/dev/infiniband/uverbs0"
+  if [ -n "$R" ]; then proctrack=proctrack/linuxproc; task=task/none; rdma=""
+  else gres=gpu:2,nic:1; grestypes=gpu,nic; fi
   mkdir -p "$R/var/spool/slurmd" "$R/var/spool/slurmctld" "$C/plugstack.conf.d"
   if [ -f "$C/slurm.conf" ] && ! grep -qF "$MARK" "$C/slurm.conf"; then
     log "keeping the existing slurm.conf as slurm.conf.pre-launchguard"
@@ -133,7 +136,7 @@ ProctrackType=$proctrack
 TaskPlugin=$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-GresTypes=gpu
+GresTypes=$grestypes
 SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 SlurmdSpoolDir=/var/spool/slurmd
@@ -145,7 +148,7 @@ SlurmctldLogFile=/var/log/slurmctld.log
 SlurmdLogFile=/var/log/slurmd.log
 SlurmdDebug=info
 PlugStackConfig=$CONF_DIR/plugstack.conf
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=gpu:2 State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=$gres State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
   cat > "$C/cgroup.conf" <<CONF
@@ -156,7 +159,9 @@ ConstrainDevices=yes
 ConstrainCores=no
 ConstrainRAMSpace=no
 CONF
-  printf '%s\nNodeName=%s Name=gpu File=/dev/fakegpu[0-1]\n' "$MARK" "$NODE" > "$C/gres.conf"
+  # On the host cluster, uverbs0 is also a GRES ("nic"): with ConstrainDevices=yes a step that does not
+  # ask for it is denied the device, the misconfiguration launch.devices reports (tests/next_to_pyxis.rs).
+  printf '%s\nNodeName=%s Name=gpu File=/dev/fakegpu[0-1]\n%s\n' "$MARK" "$NODE" "$rdma" > "$C/gres.conf"
   echo "include $CONF_DIR/plugstack.conf.d/*.conf" > "$C/plugstack.conf"
 }
 

@@ -18,14 +18,25 @@ pub enum CheckKind {
     /// `launch.export_split`: an `--export` value that Slurm cuts at a comma or whose quotes are kept
     /// literally. Seed 000: "You cannot use commas inside an --export value".
     ExportSplit,
+    /// `launch.enroot_runtime`: enroot's runtime directory missing or not 1777 root before Pyxis runs.
+    /// Seed 000, Step 5.
+    EnrootRuntime,
+    /// `launch.devices`: allocated GPUs, RDMA verbs devices or admin-listed devices not visible or not
+    /// usable inside the step. Seed 000, Step 3 and troubleshooting.
+    Devices,
+    /// `launch.nccl_env`: NCCL/libfabric variables wrong for the node's fabric. Seeds 000, 002, 004.
+    NcclEnv,
 }
 
 impl CheckKind {
     /// Every check, in the order they are documented.
-    pub const ALL: [CheckKind; 3] = [
+    pub const ALL: [CheckKind; 6] = [
         CheckKind::CpusPerTask,
         CheckKind::ExportAll,
         CheckKind::ExportSplit,
+        CheckKind::EnrootRuntime,
+        CheckKind::Devices,
+        CheckKind::NcclEnv,
     ];
 
     /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
@@ -34,6 +45,9 @@ impl CheckKind {
             CheckKind::CpusPerTask => "cpus_per_task",
             CheckKind::ExportAll => "export_all",
             CheckKind::ExportSplit => "export_split",
+            CheckKind::EnrootRuntime => "enroot_runtime",
+            CheckKind::Devices => "devices",
+            CheckKind::NcclEnv => "nccl_env",
         }
     }
 
@@ -43,6 +57,9 @@ impl CheckKind {
             CheckKind::CpusPerTask => "launch.cpus_per_task",
             CheckKind::ExportAll => "launch.export_all",
             CheckKind::ExportSplit => "launch.export_split",
+            CheckKind::EnrootRuntime => "launch.enroot_runtime",
+            CheckKind::Devices => "launch.devices",
+            CheckKind::NcclEnv => "launch.nccl_env",
         }
     }
 
@@ -54,6 +71,13 @@ impl CheckKind {
             }
             CheckKind::ExportAll => "--export or SLURM_EXPORT_ENV without ALL; step without PATH",
             CheckKind::ExportSplit => "--export value cut at a comma or carrying literal quotes",
+            CheckKind::EnrootRuntime => {
+                "enroot's runtime directory (/run/enroot) missing or not 1777 root before Pyxis"
+            }
+            CheckKind::Devices => {
+                "allocated GPUs, RDMA verbs devices or admin-listed devices hidden in the step"
+            }
+            CheckKind::NcclEnv => "NCCL/libfabric variables wrong for the node's fabric (EFA/IB)",
         }
     }
 

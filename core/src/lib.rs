@@ -9,6 +9,8 @@
 pub mod argv;
 pub mod checks;
 pub mod finding;
+pub mod gres;
+pub mod hostlist;
 pub mod policy;
 pub mod release;
 

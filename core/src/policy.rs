@@ -8,7 +8,13 @@
 //! - `mode=enforce|warn|off` is the default for every check (default `warn`);
 //! - `<check>=enforce|warn|off` overrides one check (`cpus_per_task`, `export_all`, `export_split`);
 //! - `gpu_steps_only=yes|no` (default `yes`) applies the CPU rule only to steps that get GPUs;
-//! - `min_cpus_per_task=N|auto` (default `auto`: the node's CPUs divided by its GPUs).
+//! - `min_cpus_per_task=N|auto` (default `auto`: the node's CPUs divided by its GPUs);
+//! - `enroot_repair=yes|no` (default `yes`), `enroot_conf=PATH` (default `/etc/enroot/enroot.conf`),
+//!   `enroot_runtime_path=PATH` (default: from enroot.conf, else `/run/enroot`);
+//! - `devices=/dev/a,/dev/b` adds devices every step must see (`devices=enforce|warn|off` sets the
+//!   mode of `launch.devices` instead);
+//! - `fabric=efa|ib|auto` (default `auto`: the drivers behind `/sys/class/infiniband`);
+//! - `nccl_rules=PATH` (default `/etc/launchguard/nccl-rules.conf` when it exists) adds NCCL rules.
 //!
 //! A bad argument never makes the plugin fail a job: it is reported as an [`ArgProblem`] and that
 //! argument keeps its safe default. `launchguard check-args` prints the same problems and exits 2.
@@ -64,6 +70,22 @@ pub enum MinCpus {
     Fixed(u32),
 }
 
+/// `fabric=efa|ib|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FabricChoice {
+    /// Detect from `/sys/class/infiniband/*/device/driver`.
+    Auto,
+    /// AWS EFA.
+    Efa,
+    /// InfiniBand / RoCE.
+    Ib,
+}
+
+/// Default `enroot_conf`.
+pub const DEFAULT_ENROOT_CONF: &str = "/etc/enroot/enroot.conf";
+/// Default `nccl_rules` (used only when the file exists).
+pub const DEFAULT_NCCL_RULES: &str = "/etc/launchguard/nccl-rules.conf";
+
 /// The effective policy after parsing the plugstack arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -75,6 +97,18 @@ pub struct Policy {
     pub gpu_steps_only: bool,
     /// `min_cpus_per_task=N|auto`.
     pub min_cpus_per_task: MinCpus,
+    /// `enroot_repair=yes|no`: create or fix the runtime directory as root instead of reporting it.
+    pub enroot_repair: bool,
+    /// `enroot_conf=PATH`.
+    pub enroot_conf: String,
+    /// `enroot_runtime_path=PATH`: overrides `ENROOT_RUNTIME_PATH` from enroot.conf.
+    pub enroot_runtime_path: Option<String>,
+    /// `devices=/dev/a,/dev/b`: devices every step must see.
+    pub devices: Vec<String>,
+    /// `fabric=efa|ib|auto`.
+    pub fabric: FabricChoice,
+    /// `nccl_rules=PATH`: the admin's extra NCCL rules.
+    pub nccl_rules: String,
 }
 
 impl Default for Policy {
@@ -84,6 +118,12 @@ impl Default for Policy {
             overrides: BTreeMap::new(),
             gpu_steps_only: true,
             min_cpus_per_task: MinCpus::Auto,
+            enroot_repair: true,
+            enroot_conf: DEFAULT_ENROOT_CONF.into(),
+            enroot_runtime_path: None,
+            devices: vec![],
+            fabric: FabricChoice::Auto,
+            nccl_rules: DEFAULT_NCCL_RULES.into(),
         }
     }
 }
@@ -120,6 +160,27 @@ impl Policy {
             MinCpus::Auto => "min_cpus_per_task=auto".to_string(),
             MinCpus::Fixed(n) => format!("min_cpus_per_task={n}"),
         });
+        out.push(format!(
+            "enroot_repair={}",
+            if self.enroot_repair { "yes" } else { "no" }
+        ));
+        out.push(format!("enroot_conf={}", self.enroot_conf));
+        out.push(match &self.enroot_runtime_path {
+            Some(p) => format!("enroot_runtime_path={p}"),
+            None => "enroot_runtime_path=(from enroot_conf, else /run/enroot)".to_string(),
+        });
+        if !self.devices.is_empty() {
+            out.push(format!("devices={}", self.devices.join(",")));
+        }
+        out.push(format!(
+            "fabric={}",
+            match self.fabric {
+                FabricChoice::Auto => "auto",
+                FabricChoice::Efa => "efa",
+                FabricChoice::Ib => "ib",
+            }
+        ));
+        out.push(format!("nccl_rules={}", self.nccl_rules));
         out
     }
 }
@@ -150,9 +211,22 @@ pub const KNOWN_KEYS: &[&str] = &[
     "cpus_per_task",
     "export_all",
     "export_split",
+    "enroot_runtime",
+    "devices",
+    "nccl_env",
     "gpu_steps_only",
     "min_cpus_per_task",
+    "enroot_repair",
+    "enroot_conf",
+    "enroot_runtime_path",
+    "fabric",
+    "nccl_rules",
 ];
+
+/// An absolute path without whitespace or control characters (plugstack splits on whitespace).
+fn valid_path(p: &str) -> bool {
+    p.starts_with('/') && p.len() <= 4096 && !p.chars().any(|c| c.is_whitespace() || c.is_control())
+}
 
 /// Parses plugstack arguments (each a `key=value` word) into a [`Policy`].
 ///
@@ -194,6 +268,46 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                     crate::finding::clip(value, 40)
                 )),
             },
+            "enroot_repair" => match parse_bool(value) {
+                Some(b) => policy.enroot_repair = b,
+                None => problem(format!(
+                    "'{}' is not yes|no; using the default enroot_repair=yes",
+                    crate::finding::clip(value, 40)
+                )),
+            },
+            "enroot_conf" | "enroot_runtime_path" | "nccl_rules" => {
+                if !valid_path(value) {
+                    problem(format!(
+                        "'{}' is not an absolute path; using the default",
+                        crate::finding::clip(value, 40)
+                    ));
+                } else if key == "enroot_conf" {
+                    policy.enroot_conf = value.into();
+                } else if key == "nccl_rules" {
+                    policy.nccl_rules = value.into();
+                } else {
+                    policy.enroot_runtime_path = Some(value.into());
+                }
+            }
+            "fabric" => match value.to_ascii_lowercase().as_str() {
+                "auto" => policy.fabric = FabricChoice::Auto,
+                "efa" => policy.fabric = FabricChoice::Efa,
+                "ib" => policy.fabric = FabricChoice::Ib,
+                _ => problem(format!(
+                    "'{}' is not efa|ib|auto; using the default fabric=auto",
+                    crate::finding::clip(value, 40)
+                )),
+            },
+            "devices" if Mode::parse(value).is_none() => {
+                let paths: Vec<&str> = value.split(',').filter(|p| !p.is_empty()).collect();
+                match paths.iter().find(|p| !valid_path(p)) {
+                    Some(bad) => problem(format!(
+                        "'{}' is not an absolute device path (expected devices=/dev/a,/dev/b or devices=enforce|warn|off); ignored",
+                        crate::finding::clip(bad, 40)
+                    )),
+                    None => policy.devices = paths.iter().map(|p| p.to_string()).collect(),
+                }
+            }
             "min_cpus_per_task" => {
                 if value.eq_ignore_ascii_case("auto") {
                     policy.min_cpus_per_task = MinCpus::Auto;
@@ -301,6 +415,37 @@ mod tests {
         assert!(!p.gpu_steps_only);
         assert_eq!(p.min_cpus_per_task, MinCpus::Fixed(24));
         assert_eq!(p.mode_for(CheckKind::ExportSplit), Mode::Off);
+    }
+
+    #[test]
+    fn next_to_pyxis_arguments() {
+        let (p, probs) = parse_args(&[
+            "devices=/dev/infiniband/uverbs0,/dev/gdrdrv",
+            "devices=warn",
+            "fabric=EFA",
+            "enroot_repair=no",
+            "enroot_conf=/etc/enroot/enroot.conf",
+            "enroot_runtime_path=/run/enroot",
+            "nccl_rules=/etc/launchguard/x.conf",
+            "launch.nccl_env=off",
+        ]);
+        assert!(probs.is_empty(), "{probs:?}");
+        assert_eq!(p.devices, vec!["/dev/infiniband/uverbs0", "/dev/gdrdrv"]);
+        assert_eq!(p.mode_for(CheckKind::Devices), Mode::Warn);
+        assert_eq!(p.fabric, FabricChoice::Efa);
+        assert!(!p.enroot_repair);
+        assert_eq!(p.enroot_runtime_path.as_deref(), Some("/run/enroot"));
+        assert_eq!(p.mode_for(CheckKind::NcclEnv), Mode::Off);
+        for bad in [
+            "devices=dev/x",
+            "fabric=roce",
+            "enroot_conf=relative",
+            "enroot_repair=perhaps",
+        ] {
+            let (p, probs) = parse_args(&[bad]);
+            assert_eq!(probs.len(), 1, "{bad}");
+            assert_eq!(p, Policy::default(), "{bad}");
+        }
     }
 
     #[test]

@@ -68,6 +68,25 @@ pub enum NumItem {
     JobNcpus,
     StepCpusPerTask,
     TaskGlobalId,
+    TaskLocalId,
+}
+
+/// `access(path, R_OK | W_OK)`: `Ok(())` or the errno. The kernel applies the devices cgroup here
+/// (EPERM) without opening the device (spank-facts.md).
+pub fn access_rw(path: &str) -> Result<(), i32> {
+    extern "C" {
+        fn access(path: *const c_char, mode: c_int) -> c_int;
+    }
+    const R_OK: c_int = 4;
+    const W_OK: c_int = 2;
+    let c = CString::new(path).map_err(|_| 22)?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call; access(2) only reads it.
+    let rc = unsafe { access(c.as_ptr(), R_OK | W_OK) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    }
 }
 
 /// String SPANK items launchguard reads.
@@ -111,6 +130,7 @@ impl Spank {
             NumItem::JobNcpus => sys::S_JOB_NCPUS,
             NumItem::StepCpusPerTask => sys::S_STEP_CPUS_PER_TASK,
             NumItem::TaskGlobalId => sys::S_TASK_GLOBAL_ID,
+            NumItem::TaskLocalId => sys::S_TASK_ID,
         };
         let mut buf: u64 = 0;
         // SAFETY: each of these items takes one pointer to an integer of 2 (S_JOB_NCPUS), 4 or 8
@@ -163,6 +183,40 @@ impl Spank {
                 .to_string_lossy()
                 .into_owned(),
         )
+    }
+
+    /// The job's environment (`S_JOB_ENV`; remote context) as `NAME=value` pairs whose name starts
+    /// with one of `prefixes`. At most 65,536 entries are read.
+    pub fn job_env_with_prefixes(&self, prefixes: &[&str]) -> Vec<(String, String)> {
+        let mut envp: *const *const c_char = std::ptr::null();
+        // SAFETY: S_JOB_ENV takes one `char ***` (spank.h); it points at a local.
+        let rc = unsafe {
+            sys::spank_get_item(
+                self.sp,
+                sys::S_JOB_ENV,
+                &mut envp as *mut *const *const c_char,
+            )
+        };
+        let mut out = vec![];
+        if rc != sys::ESPANK_SUCCESS || envp.is_null() {
+            return out;
+        }
+        for i in 0..65_536 {
+            // SAFETY: envp is a NULL-terminated array owned by slurmstepd (the step's `env`); we stop at
+            // the terminator and read at most 65,536 entries.
+            let p = unsafe { *envp.add(i) };
+            if p.is_null() {
+                break;
+            }
+            // SAFETY: each entry is a NUL-terminated `NAME=value` string.
+            let kv = unsafe { CStr::from_ptr(p) }.to_string_lossy();
+            if let Some((k, v)) = kv.split_once('=') {
+                if prefixes.iter().any(|pre| k.starts_with(pre)) {
+                    out.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
+        out
     }
 
     /// A variable of the job's environment (`spank_getenv`; remote context only: srun's own

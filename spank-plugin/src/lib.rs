@@ -16,7 +16,9 @@
 
 pub mod allocator;
 pub mod dispatch;
+pub mod enroot;
 pub mod ffi;
 pub mod gather;
+pub mod host;
 pub mod srun;
 pub mod stepd;

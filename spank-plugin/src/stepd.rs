@@ -7,19 +7,26 @@
 //!   of a step rejected in `user_init`; it is the first remote callback whose failure reaches srun's exit
 //!   code (exit 1) — a failing `user_init` only gives `task 0 launch failed` and exit 0 on 22.05
 //!   (spank-facts.md). Task 0 prints the reason.
+//!   It also makes sure enroot's runtime directory exists (`launch.enroot_runtime`, repaired as root
+//!   before Pyxis's `task_init` needs it) and gathers the host facts `task_init` needs.
 //! - `task_init` (each task, as the user, just before execve; inside the container when launchguard
-//!   is listed after Pyxis) judges the environment the program will really get: a missing `PATH`.
+//!   is listed after Pyxis) judges what the program will really get: a missing `PATH`, hidden or
+//!   denied devices (`launch.devices`, with `access(2)`), the NCCL environment (`launch.nccl_env`).
 //!
 //! What srun's plugin already reported (`SLURM_LAUNCHGUARD_SRUN`) is not repeated.
 
 use crate::ffi::{self, NumItem, Spank};
 use crate::gather;
+use crate::host::{self, HostFacts};
 use launchguard_core::checks::cpus_per_task::{self, StepCpus};
+use launchguard_core::checks::devices::{self, Access, Probe, Role, StepDevices};
 use launchguard_core::checks::export::{self, StepEnv};
 use launchguard_core::checks::gpus::step_gpu_count;
 use launchguard_core::checks::marker::{self, SrunMarker};
+use launchguard_core::checks::nccl_env::{self, Fabric};
 use launchguard_core::checks::{judge, NodeFacts, Verdict};
 use launchguard_core::policy::parse_args;
+use launchguard_core::policy::FabricChoice;
 use launchguard_core::{CheckKind, Mode, Policy};
 use std::sync::OnceLock;
 
@@ -36,6 +43,9 @@ struct StepState {
 }
 
 static STATE: OnceLock<Option<StepState>> = OnceLock::new();
+
+/// Host facts gathered in this task's `task_init_privileged` (the task child's own copy).
+static HOST: OnceLock<HostFacts> = OnceLock::new();
 
 /// Judges the step's CPUs; prints warnings (node 0). Always lets `user_init` succeed.
 pub fn user_init(sp: &Spank) -> bool {
@@ -102,24 +112,63 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     })
 }
 
-/// Stops every task of a step rejected in `user_init`; task 0 prints the reasons.
+/// Prints a verdict's findings from one task only and logs them; returns whether the task may go on.
+fn speak(
+    sp: &Spank,
+    st: &StepState,
+    findings: Vec<launchguard_core::Finding>,
+    per_node: bool,
+) -> bool {
+    if findings.is_empty() {
+        return true;
+    }
+    let v = judge(findings, &st.policy);
+    let me = if per_node {
+        sp.get_number(NumItem::TaskLocalId)
+    } else {
+        sp.get_number(NumItem::TaskGlobalId)
+    };
+    if me == Some(0) {
+        for f in &v.shown {
+            ffi::log_info(&format!("{f} ({})", st.label));
+            ffi::log_user(&f.to_string());
+        }
+    }
+    !v.reject
+}
+
+/// Stops every task of a step rejected in `user_init` (task 0 prints the reasons); checks enroot's
+/// runtime directory as root; gathers the host facts for `task_init`.
 pub fn task_init_privileged(sp: &Spank) -> bool {
     let Some(Some(st)) = STATE.get() else {
         return true;
     };
-    if !st.cpus.reject {
-        return true;
-    }
-    if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
-        for f in &st.cpus.shown {
-            ffi::log_user(&f.to_string());
+    if st.cpus.reject {
+        if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
+            for f in &st.cpus.shown {
+                ffi::log_user(&f.to_string());
+            }
         }
+        return false;
     }
-    false
+    let mut ok = true;
+    if st.policy.mode_for(CheckKind::EnrootRuntime) != Mode::Off {
+        let (findings, repaired) = crate::enroot::check(&st.policy);
+        if let Some(line) = repaired {
+            ffi::log_info(&format!("{line} ({})", st.label));
+        }
+        ok &= speak(sp, st, findings, true);
+    }
+    let needs_host = st.policy.mode_for(CheckKind::Devices) != Mode::Off
+        || st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
+    if needs_host {
+        let _ = HOST.set(host::gather(&st.policy, &st.label));
+    }
+    ok
 }
 
-/// Judges the environment the task's program will get; task 0 prints, every task stops on a
-/// rejection.
+/// Judges what the task's program will get; stops every task on a rejection (the first task of each
+/// node prints device findings, global task 0 the others).
 pub fn task_init(sp: &Spank) -> bool {
     let Some(Some(st)) = STATE.get() else {
         return true;
@@ -137,17 +186,101 @@ pub fn task_init(sp: &Spank) -> bool {
             .is_some_and(|m| m.reported(CheckKind::ExportAll.id()));
         findings.extend(export::check_step(&step_env, already));
     }
-    if findings.is_empty() {
-        return true;
-    }
-    let v = judge(findings, &st.policy);
-    if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
-        for f in &v.shown {
-            ffi::log_info(&format!("{f} ({})", st.label));
-            ffi::log_user(&f.to_string());
+    let mut ok = true;
+    if let Some(h) = HOST.get() {
+        if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
+            let fabric = match st.policy.fabric {
+                FabricChoice::Efa => Some(Fabric::Efa),
+                FabricChoice::Ib => Some(Fabric::Ib),
+                FabricChoice::Auto => {
+                    let drivers: Vec<&str> = h.hcas.iter().map(|x| x.driver.as_str()).collect();
+                    nccl_env::detect_fabric(&drivers)
+                }
+            };
+            let vars = sp.job_env_with_prefixes(&["NCCL_", "FI_"]);
+            findings.extend(nccl_env::check(
+                &vars,
+                fabric,
+                Some(&h.interfaces),
+                &h.nccl_rules,
+            ));
+        }
+        if st.policy.mode_for(CheckKind::Devices) != Mode::Off {
+            ok &= speak(sp, st, devices::check(&step_devices(sp, st, h)), true);
         }
     }
-    !v.reject
+    ok &= speak(sp, st, findings, false);
+    ok
+}
+
+fn probe(path: &str) -> Access {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Access::Missing,
+        Err(e) => return Access::Other(e.raw_os_error().unwrap_or(0)),
+        Ok(m) if !m.file_type().is_char_device() => return Access::NotDevice,
+        Ok(_) => {}
+    }
+    match ffi::access_rw(path) {
+        Ok(()) => Access::Ok,
+        Err(1) => Access::Denied,        // EPERM: the devices cgroup
+        Err(13) => Access::NoPermission, // EACCES: file mode
+        Err(2) => Access::Missing,
+        Err(e) => Access::Other(e),
+    }
+}
+
+/// The devices this task must see: its allocated GPUs (`SLURM_STEP_GPUS` indexes into the node's GPU
+/// files), each RDMA NIC's verbs devices, `/dev/gdrdrv` when the host has it, and the admin's list.
+fn step_devices(sp: &Spank, st: &StepState, h: &HostFacts) -> StepDevices {
+    let indexes: Vec<u32> = sp
+        .getenv("SLURM_STEP_GPUS")
+        .map(|l| l.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_default();
+    let mut probes = vec![];
+    for &i in indexes.iter().take(1024) {
+        if let Some(path) = h.gpu_files.get(i as usize) {
+            probes.push(Probe {
+                path: path.clone(),
+                role: Role::Gpu { index: i },
+                access: probe(path),
+            });
+        }
+    }
+    for hca in &h.hcas {
+        for u in &hca.uverbs {
+            probes.push(Probe {
+                path: u.clone(),
+                role: Role::Fabric {
+                    hca: hca.name.clone(),
+                },
+                access: probe(u),
+            });
+        }
+    }
+    if h.gdrdrv {
+        probes.push(Probe {
+            path: "/dev/gdrdrv".into(),
+            role: Role::GdrCopy,
+            access: probe("/dev/gdrdrv"),
+        });
+    }
+    for d in &st.policy.devices {
+        probes.push(Probe {
+            path: d.clone(),
+            role: Role::Admin,
+            access: probe(d),
+        });
+    }
+    let own_ns = std::fs::read_link("/proc/self/ns/mnt")
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned());
+    StepDevices {
+        node: host::hostname(),
+        allocated_gpus: indexes.len() as u32,
+        probes,
+        in_container: h.host_mnt_ns.is_some() && own_ns != h.host_mnt_ns,
+    }
 }
 
 /// The node's CPUs per GPU for advice: this machine's CPUs and NVIDIA GPU files; without GPU files

@@ -18,6 +18,11 @@ use std::sync::{Mutex, MutexGuard, Once};
 pub const PLUGIN_PATH: &str = "/usr/local/lib/launchguard/spank_launchguard.so";
 /// launchguard's plugstack drop-in.
 pub const DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
+/// The test-only plugin that gives tasks a container-like view (`tests/spank-hide/lgtest_hide.c`).
+pub const HIDER_PATH: &str = "/usr/local/lib/launchguard/lgtest_hide.so";
+/// Its plugstack drop-in, ordered before launchguard's.
+pub const HIDER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/40-lgtest-hide.conf";
+
 /// The non-root user the cluster script creates.
 pub const USER: &str = "lgtest";
 /// A slurm.conf identical to the cluster's but with an empty plugstack: an srun that uses it behaves
@@ -100,11 +105,43 @@ fn setup() {
         so.display()
     ));
     assert!(out.status.success(), "setup failed: {out:?}");
+    let src = repo_root().join("tests/spank-hide/lgtest_hide.c");
+    let out = sh(&format!(
+        "gcc -shared -fPIC -O2 -Wall -I$R/usr/include -o $R{HIDER_PATH}.tmp {} && mv -f $R{HIDER_PATH}.tmp $R{HIDER_PATH}",
+        src.display()
+    ));
+    assert!(
+        out.status.success(),
+        "building the test-only plugin failed: {out:?}"
+    );
 }
 
-/// Lists launchguard in plugstack with these arguments (`required <plugin> <args>`), atomically.
+/// Lists launchguard in plugstack with these arguments (`required <plugin> <args>`), atomically, and
+/// removes the test-only hider.
 pub fn plugstack(args: &str) {
+    let _ = std::fs::remove_file(host_path(HIDER_DROPIN));
     plugstack_line(&format!("required {PLUGIN_PATH} {args}"));
+}
+
+/// Lists the test-only hider (`hide=/dev/x`, `deny=c:195:0`) before launchguard, and launchguard
+/// with `args`.
+pub fn plugstack_with_hider(hider_args: &str, args: &str) {
+    plugstack(args);
+    let dropin = host_path(HIDER_DROPIN);
+    let tmp = format!("{dropin}.tmp");
+    std::fs::write(&tmp, format!("required {HIDER_PATH} {hider_args}\n")).expect("write hider");
+    std::fs::rename(&tmp, &dropin).expect("rename hider");
+}
+
+/// This machine's short host name (the node name of the test clusters).
+pub fn node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("hostname")
+        .trim()
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// Writes launchguard's plugstack drop-in with this exact line, atomically.
@@ -115,8 +152,9 @@ pub fn plugstack_line(line: &str) {
     std::fs::rename(&tmp, &dropin).expect("rename plugstack");
 }
 
-/// Removes launchguard from plugstack.
+/// Removes launchguard (and the test-only hider) from plugstack.
 pub fn no_plugstack() {
+    let _ = std::fs::remove_file(host_path(HIDER_DROPIN));
     let _ = std::fs::remove_file(host_path(DROPIN));
 }
 

@@ -9,10 +9,13 @@
 //! Each evaluator returns every finding regardless of mode; [`judge`] applies the [`Policy`].
 
 pub mod cpus_per_task;
+pub mod devices;
+pub mod enroot;
 pub mod env;
 pub mod export;
 pub mod gpus;
 pub mod marker;
+pub mod nccl_env;
 
 use crate::finding::{Finding, Severity};
 use crate::policy::{Mode, Policy};

@@ -1,0 +1,228 @@
+//! Facts about the node that slurmstepd's task gathers as root, before any container exists
+//! (`task_init_privileged`), for the checks that run later in `task_init`: gres.conf's GPU files, the
+//! RDMA NICs under `/sys/class/infiniband`, `/dev/gdrdrv`, network interfaces, the NCCL rules, and the
+//! host's mount namespace (to tell whether `task_init` runs inside a container).
+
+use crate::ffi;
+use launchguard_core::checks::nccl_env::{self, Rule};
+use launchguard_core::{gres, Policy};
+use std::path::Path;
+
+/// One RDMA NIC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hca {
+    /// `mlx5_0`, `rdmap16s27`, …
+    pub name: String,
+    /// Kernel driver (`efa`, `mlx5_core`, …), empty when unknown.
+    pub driver: String,
+    /// Its verbs devices as `/dev/infiniband/uverbsN`.
+    pub uverbs: Vec<String>,
+}
+
+/// Host facts, gathered once per task.
+#[derive(Debug, Clone, Default)]
+pub struct HostFacts {
+    /// This node's GPU device files in Slurm's index order (gres.conf `File=`, else `/dev/nvidiaN`).
+    pub gpu_files: Vec<String>,
+    /// RDMA NICs.
+    pub hcas: Vec<Hca>,
+    /// Whether the host has `/dev/gdrdrv`.
+    pub gdrdrv: bool,
+    /// Network interface names (`/sys/class/net`).
+    pub interfaces: Vec<String>,
+    /// `readlink /proc/<slurmstepd>/ns/mnt`: the host's mount namespace.
+    pub host_mnt_ns: Option<String>,
+    /// Built-in NCCL rules plus the admin's.
+    pub nccl_rules: Vec<Rule>,
+}
+
+/// RDMA NICs under `<sys>/class/infiniband`: each one's driver (`device/driver` link) and verbs
+/// devices (`device/infiniband_verbs/uverbsN`). At most 64 NICs.
+pub fn rdma_devices(sys: &Path) -> Vec<Hca> {
+    let Ok(rd) = std::fs::read_dir(sys.join("class/infiniband")) else {
+        return vec![];
+    };
+    let mut out: Vec<Hca> = rd
+        .filter_map(Result::ok)
+        .take(64)
+        .map(|e| {
+            let dev = e.path().join("device");
+            let driver = std::fs::read_link(dev.join("driver"))
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            let mut uverbs: Vec<String> = std::fs::read_dir(dev.join("infiniband_verbs"))
+                .map(|rd| {
+                    rd.filter_map(Result::ok)
+                        .map(|u| u.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n.starts_with("uverbs"))
+                        .map(|n| format!("/dev/infiniband/{n}"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            uverbs.sort();
+            Hca {
+                name: e.file_name().to_string_lossy().into_owned(),
+                driver,
+                uverbs,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// Network interface names under `<sys>/class/net`.
+pub fn interfaces(sys: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(sys.join("class/net"))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .take(1024)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `/dev/nvidiaN` files, sorted by N.
+fn nvidia_files() -> Vec<String> {
+    let mut n: Vec<u32> = std::fs::read_dir("/dev")
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_prefix("nvidia")
+                        .and_then(|d| d.parse().ok())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    n.sort_unstable();
+    n.into_iter().map(|i| format!("/dev/nvidia{i}")).collect()
+}
+
+/// gres.conf beside slurm.conf (`SLURM_CONF`'s directory, else `/etc/slurm`), at most 1 MiB.
+fn gres_conf_text() -> Option<String> {
+    let dir = std::env::var("SLURM_CONF")
+        .ok()
+        .and_then(|c| Path::new(&c).parent().map(|p| p.to_path_buf()))
+        .unwrap_or_else(|| "/etc/slurm".into());
+    let path = dir.join("gres.conf");
+    let meta = std::fs::metadata(&path).ok()?;
+    (meta.is_file() && meta.len() <= 1 << 20)
+        .then(|| std::fs::read_to_string(&path).ok())
+        .flatten()
+}
+
+/// This machine's short host name (`/proc/sys/kernel/hostname`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().split('.').next().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+/// Gathers the host facts the `task_init` checks need. Problems in the admin's NCCL rules file are
+/// logged to slurmd's log (`label` names the job and step).
+pub fn gather(policy: &Policy, label: &str) -> HostFacts {
+    let sys = Path::new("/sys");
+    let node = hostname();
+    let mut gpu_files = gres_conf_text()
+        .map(|t| gres::gpu_files(&t, &node))
+        .unwrap_or_default();
+    if gpu_files.is_empty() {
+        gpu_files = nvidia_files();
+    }
+    let mut nccl_rules = nccl_env::builtin_rules();
+    if let Ok(meta) = std::fs::metadata(&policy.nccl_rules) {
+        if meta.is_file() && meta.len() <= 1 << 20 {
+            if let Ok(text) = std::fs::read_to_string(&policy.nccl_rules) {
+                let (rules, problems) = nccl_env::parse_rules(&text, &policy.nccl_rules);
+                for p in problems {
+                    ffi::log_error(&format!(
+                        "launchguard: NCCL rules file: {p} (line skipped; {label})"
+                    ));
+                }
+                nccl_rules.extend(rules);
+            }
+        }
+    }
+    HostFacts {
+        gpu_files,
+        hcas: rdma_devices(sys),
+        gdrdrv: Path::new("/dev/gdrdrv").exists(),
+        interfaces: interfaces(sys),
+        host_mnt_ns: std::fs::read_link(format!(
+            "/proc/{}/ns/mnt",
+            std::os::unix::process::parent_id()
+        ))
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned()),
+        nccl_rules,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn fixture(name: &str, hcas: &[(&str, &str, &[&str])]) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("lg-sysfs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("bus/pci/drivers")).unwrap();
+        for (hca, driver, uverbs) in hcas {
+            let dev = root.join(format!("devices/{hca}"));
+            std::fs::create_dir_all(dev.join("infiniband_verbs")).unwrap();
+            for u in *uverbs {
+                std::fs::create_dir_all(dev.join("infiniband_verbs").join(u)).unwrap();
+            }
+            std::fs::create_dir_all(root.join("bus/pci/drivers").join(driver)).unwrap();
+            symlink(
+                root.join("bus/pci/drivers").join(driver),
+                dev.join("driver"),
+            )
+            .unwrap();
+            std::fs::create_dir_all(root.join("class/infiniband").join(hca)).unwrap();
+            symlink(&dev, root.join("class/infiniband").join(hca).join("device")).unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn efa_and_ib_nodes_are_told_apart_from_sysfs() {
+        use launchguard_core::checks::nccl_env::{detect_fabric, Fabric};
+        let efa = fixture(
+            "efa",
+            &[
+                ("rdmap16s27", "efa", &["uverbs0"]),
+                ("rdmap32s27", "efa", &["uverbs1"]),
+                ("mlx5_0", "mlx5_core", &["uverbs2"]),
+            ],
+        );
+        let h = rdma_devices(&efa);
+        assert_eq!(h.len(), 3);
+        assert_eq!(h[0].name, "mlx5_0");
+        assert_eq!(h[1].uverbs, vec!["/dev/infiniband/uverbs0"]);
+        let drivers: Vec<&str> = h.iter().map(|x| x.driver.as_str()).collect();
+        assert_eq!(detect_fabric(&drivers), Some(Fabric::Efa));
+
+        let ib = fixture(
+            "ib",
+            &[
+                ("mlx5_0", "mlx5_core", &["uverbs0"]),
+                ("mlx5_1", "mlx5_core", &["uverbs1"]),
+            ],
+        );
+        let drivers: Vec<String> = rdma_devices(&ib).into_iter().map(|x| x.driver).collect();
+        assert_eq!(detect_fabric(&drivers), Some(Fabric::Ib));
+
+        let none = fixture("none", &[]);
+        assert!(rdma_devices(&none).is_empty());
+        for d in [efa, ib, none] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! The launch checks that run next to Pyxis, on the real cluster: enroot's runtime directory, devices
+//! inside the step (real cgroup v1 device rules, and a container-like mount namespace made by the
+//! test-only plugin `tests/spank-hide/lgtest_hide.c` listed before launchguard), and the NCCL
+//! environment per fabric.
+
+use launchguard_tests::{
+    host_path, lock, node_name, plugstack, plugstack_with_hider, rootfs, run, srun, As, Run,
+};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+const ENROOT_CONF: &str = "/tmp/lg-tests/enroot.conf";
+
+fn write_enroot_conf() {
+    std::fs::write(
+        host_path(ENROOT_CONF),
+        "# as in seed 000, Step 5\nENROOT_RUNTIME_PATH      /run/enroot/user-$(id -u)\nENROOT_RESTRICT_DEV      n\n",
+    )
+    .expect("enroot.conf");
+}
+
+fn slurmd_log() -> String {
+    std::fs::read_to_string(host_path("/var/log/slurmd.log")).unwrap_or_default()
+}
+
+#[test]
+fn enroot_runtime_dir_is_repaired_as_root_before_a_non_root_launch() {
+    let _g = lock();
+    write_enroot_conf();
+    let dir = host_path("/run/enroot");
+    let _ = std::fs::remove_dir_all(&dir);
+    plugstack(&format!("mode=enforce enroot_conf={ENROOT_CONF}"));
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(r.findings().is_empty(), "the user is not told: {r:#?}");
+    let m = std::fs::metadata(&dir).expect("/run/enroot was created");
+    assert!(m.is_dir());
+    assert_eq!((m.mode() & 0o7777, m.uid(), m.gid()), (0o1777, 0, 0));
+    assert!(
+        slurmd_log().contains(
+            "launchguard: launch.enroot_runtime: repaired '/run/enroot' (it is missing): now mode 1777 owned by root; \
+             make it survive reboots with the tmpfiles.d line 'd /run/enroot 1777 root root -' in /etc/tmpfiles.d/enroot.conf"
+        ),
+        "the admin is told in slurmd's log"
+    );
+}
+
+#[test]
+fn enroot_runtime_dir_is_reported_when_repair_is_off() {
+    let _g = lock();
+    write_enroot_conf();
+    let dir = host_path("/run/enroot");
+    let _ = std::fs::remove_dir_all(&dir);
+    // the first user to run enroot created it 0700 for themselves
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let uid = run(As::User, &[], &["id", "-u"])
+        .stdout
+        .trim()
+        .parse::<u32>()
+        .unwrap();
+    std::os::unix::fs::chown(&dir, Some(uid), None).unwrap();
+    let want = format!(
+        "launchguard: launch.enroot_runtime: enroot's runtime directory '/run/enroot' has mode 0700 and owner uid {uid}; \
+         Pyxis container jobs of non-root users fail with 'mkdir: cannot create directory '/run/enroot': Permission denied'; \
+         ask the admin to run 'install -d -m 1777 -o root -g root /run/enroot' and add 'd /run/enroot 1777 root root -' \
+         to /etc/tmpfiles.d/enroot.conf (or set enroot_repair=yes in plugstack)"
+    );
+    plugstack(&format!(
+        "mode=enforce enroot_repair=no enroot_conf={ENROOT_CONF}"
+    ));
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![want.as_str()], "{r:#?}");
+    assert!(!r.stdout.contains("ran"));
+    plugstack(&format!(
+        "mode=warn enroot_repair=no enroot_conf={ENROOT_CONF}"
+    ));
+    let r = srun(As::User, &["-n2", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\nran\n"), "{r:#?}");
+    assert_eq!(r.findings(), vec![want.as_str()], "once per node: {r:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn enroot_is_not_judged_where_it_is_not_installed() {
+    let _g = lock();
+    let _ = std::fs::remove_dir_all(host_path("/run/enroot"));
+    plugstack("mode=enforce enroot_conf=/tmp/lg-tests/no-such-enroot.conf");
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(
+        !std::path::Path::new(&host_path("/run/enroot")).exists()
+            || !std::path::Path::new("/usr/bin/enroot").exists()
+    );
+}
+
+fn devices_line(path: &str, how: &str, why: &str, fix: &str) -> String {
+    format!(
+        "launchguard: launch.devices: {path} {how} on {}; {why}; {fix}",
+        node_name()
+    )
+}
+
+#[test]
+fn allocated_gpus_pass_and_a_gpu_missing_in_the_container_is_reported() {
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=2");
+    // ConstrainDevices=yes: fakegpu0 allowed (allocated), fakegpu1 denied (not allocated): no finding
+    let r = srun(
+        As::User,
+        &[
+            "-c",
+            "2",
+            "--gres=gpu:1",
+            "bash",
+            "-c",
+            "echo $SLURM_STEP_GPUS",
+        ],
+    );
+    assert_eq!((r.code, r.stdout.as_str()), (0, "0\n"), "{r:#?}");
+    assert!(r.findings().is_empty(), "{r:#?}");
+    let r = srun(As::User, &["-c", "2", "--gres=gpu:2", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(r.findings().is_empty(), "{r:#?}");
+    // the allocated GPU's device node is not a device inside the container (not mounted by the runtime)
+    plugstack_with_hider("hide=/dev/fakegpu0", "mode=enforce min_cpus_per_task=2");
+    let r = srun(As::User, &["-c", "2", "--gres=gpu:1", "echo", "ran"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    let n = node_name();
+    assert_eq!(
+        r.findings(),
+        vec![devices_line(
+            "allocated GPU 0 ('/dev/fakegpu0')",
+            "is not a character device in the step's /dev",
+            &format!("the step was given 1 GPU on {n} but CUDA cannot use this one, so the job fails or runs on fewer GPUs"),
+            "keep enroot's nvidia hook enabled and do not override NVIDIA_VISIBLE_DEVICES in the image, or pass --container-mounts for the device",
+        )
+        .as_str()],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn a_device_denied_by_the_devices_cgroup_is_reported() {
+    if !rootfs().is_empty() {
+        eprintln!("the 24.11 chroot runs task/none (no devices cgroup); this case runs on the host cluster");
+        return;
+    }
+    // The host cluster lists /dev/infiniband/uverbs0 as GRES "nic": ConstrainDevices=yes denies it to
+    // steps that do not ask for it, a real misconfiguration when a site needs it in every step.
+    let _g = lock();
+    plugstack("mode=enforce devices=/dev/infiniband/uverbs0");
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec![devices_line(
+            "'/dev/infiniband/uverbs0' (required by the admin)",
+            "is denied by the step's devices cgroup (EPERM)",
+            "the site marks this device as required by its jobs",
+            "allow '/dev/infiniband/uverbs0' in the devices cgroup: remove it from gres.conf (ConstrainDevices=yes denies GRES files the step was not given) or from the site's cgroup rules",
+        )
+        .as_str()],
+        "{r:#?}"
+    );
+    let r = srun(As::User, &["--gres=nic:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(r.findings().is_empty(), "{r:#?}");
+}
+
+#[test]
+fn infiniband_hidden_inside_the_container_is_reported() {
+    let _g = lock();
+    let args = "devices=/dev/infiniband/uverbs1 min_cpus_per_task=2";
+    let want = devices_line(
+        "'/dev/infiniband/uverbs1' (required by the admin)",
+        "is not visible inside the container",
+        "the site marks this device as required by its jobs",
+        "set ENROOT_RESTRICT_DEV n in /etc/enroot/enroot.conf, or add --container-mounts=/dev/infiniband:/dev/infiniband",
+    );
+    // visible on the host: silence
+    plugstack(&format!("mode=enforce {args}"));
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(r.findings().is_empty(), "{r:#?}");
+    // hidden by a container-like mount namespace (ENROOT_RESTRICT_DEV=y)
+    plugstack_with_hider("hide=/dev/infiniband", &format!("mode=enforce {args}"));
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![want.as_str()], "{r:#?}");
+    plugstack_with_hider("hide=/dev/infiniband", &format!("mode=warn {args}"));
+    let r = srun(As::User, &["echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(r.findings(), vec![want.as_str()], "{r:#?}");
+}
+
+fn nccl(args: &str, export: &str) -> Run {
+    plugstack(args);
+    srun(
+        As::User,
+        &[&format!("--export=ALL,{export}"), "echo", "ran"],
+    )
+}
+
+#[test]
+fn nccl_environment_is_judged_per_fabric() {
+    let _g = lock();
+    let r = nccl("mode=enforce fabric=efa", "NCCL_NET=IB");
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.nccl_env: NCCL_NET=IB is set on this EFA node (rule efa.nccl_net, seed 000, Environment variables (EFA + NCCL)); \
+              on EFA, NCCL_NET=IB fails NCCL initialisation, the old name 'AWS Libfabric' gives no results and Socket falls back to TCP; \
+              unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric"],
+        "{r:#?}"
+    );
+    // each rule on a real launch: (plugstack, exported variables, rule, rejected in enforce?)
+    let table: &[(&str, &str, &str, bool)] = &[
+        ("fabric=efa", "NCCL_NET=AWS Libfabric", "efa.nccl_net", true),
+        (
+            "fabric=efa",
+            "NCCL_NET_PLUGIN=ib",
+            "efa.nccl_net_plugin",
+            true,
+        ),
+        ("fabric=efa", "NCCL_IB_HCA=mlx5_0", "efa.nccl_ib", false),
+        ("fabric=efa", "FI_PROVIDER=tcp", "efa.fi_provider", true),
+        (
+            "fabric=efa",
+            "NCCL_TREE_THRESHOLD=0",
+            "efa.tree_threshold",
+            false,
+        ),
+        ("fabric=efa", "NCCL_PROTO=Simple", "efa.proto", false),
+        ("fabric=ib", "NCCL_NET=Socket", "ib.nccl_net", true),
+        ("fabric=ib", "FI_PROVIDER=efa", "ib.fi_provider", false),
+        ("fabric=ib", "FI_EFA_USE_DEVICE_RDMA=1", "ib.fi_efa", false),
+        (
+            "fabric=efa",
+            "NCCL_SOCKET_IFNAME=nosuch0",
+            "any.socket_ifname",
+            false,
+        ),
+    ];
+    for (fabric, export, rule, rejected) in table {
+        let r = nccl(&format!("mode=enforce {fabric}"), export);
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{export}: {r:#?}");
+        assert!(
+            f[0].contains(&format!("(rule {rule}, ")),
+            "{export}: {}",
+            f[0]
+        );
+        assert_eq!(r.code != 0, *rejected, "{export}: {r:#?}");
+        assert_eq!(r.stdout.contains("ran"), !rejected, "{export}: {r:#?}");
+    }
+    // a clean environment, IB settings on IB, unknown NCCL_* variables: silence
+    for (fabric, export) in [
+        (
+            "fabric=efa",
+            "NCCL_DEBUG=INFO,NCCL_NET=Libfabric,NCCL_FOO=1",
+        ),
+        ("fabric=ib", "NCCL_IB_HCA=mlx5_0,NCCL_NET=IB"),
+        // auto: this machine has no RDMA NIC, so no fabric rule applies
+        ("fabric=auto", "NCCL_NET=IB"),
+    ] {
+        let r = nccl(&format!("mode=enforce {fabric}"), export);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "ran\n"),
+            "{export}: {r:#?}"
+        );
+        assert!(r.findings().is_empty(), "{export}: {r:#?}");
+    }
+}
+
+#[test]
+fn admin_nccl_rules_extend_the_table() {
+    let _g = lock();
+    std::fs::write(
+        host_path("/tmp/lg-tests/nccl-rules.conf"),
+        "# site rule\nany NCCL_P2P_DISABLE is 1 error | peer-to-peer off halves intra-node bandwidth | unset NCCL_P2P_DISABLE\nbogus line\n",
+    )
+    .unwrap();
+    let r = nccl(
+        "mode=enforce nccl_rules=/tmp/lg-tests/nccl-rules.conf",
+        "NCCL_P2P_DISABLE=1",
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.nccl_env: NCCL_P2P_DISABLE=1 is set (rule site.nccl_p2p_disable, /tmp/lg-tests/nccl-rules.conf:2); \
+              peer-to-peer off halves intra-node bandwidth; unset NCCL_P2P_DISABLE"],
+        "{r:#?}"
+    );
+    assert!(slurmd_log()
+        .contains("launchguard: NCCL rules file: /tmp/lg-tests/nccl-rules.conf:3: expected"));
+}
