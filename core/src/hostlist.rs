@@ -25,6 +25,45 @@ pub fn expand(expr: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// Whether `name` is in the expression, without expanding ranges (a 2,000-node `NodeName=` line on
+/// every gres.conf line stays cheap). Items with several bracket groups are expanded (bounded).
+pub fn contains(expr: &str, name: &str) -> bool {
+    let Some(items) = split_top(expr) else {
+        return false;
+    };
+    items.into_iter().map(str::trim).any(|item| {
+        let Some(open) = item.find('[') else {
+            return item == name;
+        };
+        let Some(close) = item[open..].find(']').map(|c| open + c) else {
+            return false;
+        };
+        let (prefix, ranges, suffix) = (&item[..open], &item[open + 1..close], &item[close + 1..]);
+        if suffix.contains('[') {
+            return expand_one(item).is_some_and(|v| v.iter().any(|n| n == name));
+        }
+        let Some(mid) = name
+            .strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix(suffix))
+        else {
+            return false;
+        };
+        let Ok(n) = mid.parse::<u64>() else {
+            return false;
+        };
+        ranges.split(',').any(|r| {
+            let r = r.trim();
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Ok(lo), Ok(hi)) => {
+                    (lo..=hi).contains(&n) && (a.len() <= 1 || mid.len() == a.len())
+                }
+                _ => false,
+            }
+        })
+    })
+}
+
 /// Splits at commas outside brackets.
 fn split_top(expr: &str) -> Option<Vec<&str>> {
     let mut parts = vec![];
@@ -95,6 +134,18 @@ mod tests {
             vec!["r1n1", "r1n2", "r2n1", "r2n2"]
         );
         assert_eq!(expand("vm").unwrap(), vec!["vm"]);
+    }
+
+    #[test]
+    fn membership_without_expansion() {
+        assert!(contains("gpu-[0001-2000]", "gpu-1999"));
+        assert!(!contains("gpu-[0001-2000]", "gpu-2001"));
+        assert!(!contains("gpu-[0001-2000]", "gpu-19"));
+        assert!(contains("a[1-3]b,login1", "a2b"));
+        assert!(contains("a[1-3]b,login1", "login1"));
+        assert!(contains("r[1-2]n[1-2]", "r2n1"));
+        assert!(!contains("vm[", "vm"));
+        assert!(contains("vm", "vm"));
     }
 
     #[test]

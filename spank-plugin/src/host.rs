@@ -1,7 +1,7 @@
-//! Facts about the node that slurmstepd's task gathers as root, before any container exists
-//! (`task_init_privileged`), for the checks that run later in `task_init`: gres.conf's GPU files, the
-//! RDMA NICs under `/sys/class/infiniband`, `/dev/gdrdrv`, network interfaces, the NCCL rules, and the
-//! host's mount namespace (to tell whether `task_init` runs inside a container).
+//! Facts about the node that slurmstepd gathers once per step and node, in `user_init` before the tasks
+//! fork (the task children inherit them), for the checks that run later in each task's `task_init`:
+//! gres.conf's device files, the RDMA NICs under `/sys/class/infiniband`, `/dev/gdrdrv`, network
+//! interfaces and the NCCL rules.
 
 use crate::ffi;
 use launchguard_core::checks::nccl_env::{self, Rule};
@@ -17,21 +17,25 @@ pub struct Hca {
     pub driver: String,
     /// Its verbs devices as `/dev/infiniband/uverbsN`.
     pub uverbs: Vec<String>,
+    /// Whether any of its ports is `ACTIVE` (`ports/*/state`).
+    pub active: bool,
 }
 
 /// Host facts, gathered once per task.
 #[derive(Debug, Clone, Default)]
 pub struct HostFacts {
-    /// This node's GPU device files in Slurm's index order (gres.conf `File=`, else `/dev/nvidiaN`).
+    /// This node's GPU device files (gres.conf `Name=gpu File=`, else `/dev/nvidiaN`).
     pub gpu_files: Vec<String>,
+    /// Every device file gres.conf hands out as a GRES on this node (not expected in every step).
+    pub gres_files: Vec<String>,
+    /// MIG or shared GPUs (`/dev/nvidia-caps`, gres.conf `MultipleFiles=`): GPU files are not counted.
+    pub mig: bool,
     /// RDMA NICs.
     pub hcas: Vec<Hca>,
     /// Whether the host has `/dev/gdrdrv`.
     pub gdrdrv: bool,
     /// Network interface names (`/sys/class/net`).
     pub interfaces: Vec<String>,
-    /// `readlink /proc/<slurmstepd>/ns/mnt`: the host's mount namespace.
-    pub host_mnt_ns: Option<String>,
     /// Built-in NCCL rules plus the admin's.
     pub nccl_rules: Vec<Rule>,
 }
@@ -61,10 +65,19 @@ pub fn rdma_devices(sys: &Path) -> Vec<Hca> {
                 })
                 .unwrap_or_default();
             uverbs.sort();
+            let active = std::fs::read_dir(e.path().join("ports"))
+                .map(|rd| {
+                    rd.filter_map(Result::ok).take(16).any(|port| {
+                        std::fs::read_to_string(port.path().join("state"))
+                            .is_ok_and(|st| st.contains("ACTIVE"))
+                    })
+                })
+                .unwrap_or(false);
             Hca {
                 name: e.file_name().to_string_lossy().into_owned(),
                 driver,
                 uverbs,
+                active,
             }
         })
         .collect();
@@ -104,17 +117,30 @@ fn nvidia_files() -> Vec<String> {
     n.into_iter().map(|i| format!("/dev/nvidia{i}")).collect()
 }
 
-/// gres.conf beside slurm.conf (`SLURM_CONF`'s directory, else `/etc/slurm`), at most 1 MiB.
+/// gres.conf beside slurm.conf (`SLURM_CONF`'s directory, else `/etc/slurm`): a regular file of at
+/// most 1 MiB.
 fn gres_conf_text() -> Option<String> {
     let dir = std::env::var("SLURM_CONF")
         .ok()
         .and_then(|c| Path::new(&c).parent().map(|p| p.to_path_buf()))
         .unwrap_or_else(|| "/etc/slurm".into());
-    let path = dir.join("gres.conf");
-    let meta = std::fs::metadata(&path).ok()?;
-    (meta.is_file() && meta.len() <= 1 << 20)
-        .then(|| std::fs::read_to_string(&path).ok())
-        .flatten()
+    read_small(&dir.join("gres.conf"), 1 << 20)
+}
+
+/// A regular file's text, if it is one and no larger than `max` bytes (never a FIFO or a device).
+pub fn read_small(path: &Path, max: u64) -> Option<String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(max)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// This machine's short host name (`/proc/sys/kernel/hostname`).
@@ -125,41 +151,35 @@ pub fn hostname() -> String {
 }
 
 /// Gathers the host facts the `task_init` checks need. Problems in the admin's NCCL rules file are
-/// logged to slurmd's log (`label` names the job and step).
+/// logged to slurmd's log once (`label` names the job and step).
 pub fn gather(policy: &Policy, label: &str) -> HostFacts {
     let sys = Path::new("/sys");
     let node = hostname();
-    let mut gpu_files = gres_conf_text()
-        .map(|t| gres::gpu_files(&t, &node))
+    let g = gres_conf_text()
+        .map(|t| gres::for_node(&t, &node))
         .unwrap_or_default();
-    if gpu_files.is_empty() {
-        gpu_files = nvidia_files();
-    }
+    let gpu_files = if g.gpu_files.is_empty() {
+        nvidia_files()
+    } else {
+        g.gpu_files
+    };
     let mut nccl_rules = nccl_env::builtin_rules();
-    if let Ok(meta) = std::fs::metadata(&policy.nccl_rules) {
-        if meta.is_file() && meta.len() <= 1 << 20 {
-            if let Ok(text) = std::fs::read_to_string(&policy.nccl_rules) {
-                let (rules, problems) = nccl_env::parse_rules(&text, &policy.nccl_rules);
-                for p in problems {
-                    ffi::log_error(&format!(
-                        "launchguard: NCCL rules file: {p} (line skipped; {label})"
-                    ));
-                }
-                nccl_rules.extend(rules);
-            }
+    if let Some(text) = read_small(Path::new(&policy.nccl_rules), 1 << 20) {
+        let (rules, problems) = nccl_env::parse_rules(&text, &policy.nccl_rules);
+        for p in problems {
+            ffi::log_error(&format!(
+                "launchguard: NCCL rules file: {p} (line skipped; {label})"
+            ));
         }
+        nccl_rules.extend(rules);
     }
     HostFacts {
         gpu_files,
+        gres_files: g.all_files,
+        mig: g.multiple_files || Path::new("/dev/nvidia-caps").exists(),
         hcas: rdma_devices(sys),
         gdrdrv: Path::new("/dev/gdrdrv").exists(),
         interfaces: interfaces(sys),
-        host_mnt_ns: std::fs::read_link(format!(
-            "/proc/{}/ns/mnt",
-            std::os::unix::process::parent_id()
-        ))
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned()),
         nccl_rules,
     }
 }
@@ -185,7 +205,20 @@ mod tests {
                 dev.join("driver"),
             )
             .unwrap();
-            std::fs::create_dir_all(root.join("class/infiniband").join(hca)).unwrap();
+            std::fs::create_dir_all(root.join("class/infiniband").join(hca).join("ports/1"))
+                .unwrap();
+            let state = if *driver == "efa" {
+                "4: ACTIVE\n"
+            } else {
+                "1: DOWN\n"
+            };
+            std::fs::write(
+                root.join("class/infiniband")
+                    .join(hca)
+                    .join("ports/1/state"),
+                state,
+            )
+            .unwrap();
             symlink(&dev, root.join("class/infiniband").join(hca).join("device")).unwrap();
         }
         root
@@ -206,6 +239,7 @@ mod tests {
         assert_eq!(h.len(), 3);
         assert_eq!(h[0].name, "mlx5_0");
         assert_eq!(h[1].uverbs, vec!["/dev/infiniband/uverbs0"]);
+        assert!(h[1].active && !h[0].active, "the mlx5 port is DOWN");
         let drivers: Vec<&str> = h.iter().map(|x| x.driver.as_str()).collect();
         assert_eq!(detect_fabric(&drivers), Some(Fabric::Efa));
 

@@ -40,12 +40,21 @@ struct StepState {
     label: String,
     marker: Option<SrunMarker>,
     cpus: Verdict,
+    /// Node facts for `task_init`'s checks, gathered once here (before the tasks fork).
+    host: Option<HostFacts>,
 }
 
 static STATE: OnceLock<Option<StepState>> = OnceLock::new();
 
-/// Host facts gathered in this task's `task_init_privileged` (the task child's own copy).
-static HOST: OnceLock<HostFacts> = OnceLock::new();
+/// This task's mount namespace at `task_init_privileged`, before Pyxis's `task_init` (a different one
+/// at `task_init` means the task now runs in a container).
+static TIP_MNT_NS: OnceLock<Option<String>> = OnceLock::new();
+
+fn mnt_ns() -> Option<String> {
+    std::fs::read_link("/proc/self/ns/mnt")
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+}
 
 /// Judges the step's CPUs; prints warnings (node 0). Always lets `user_init` succeed.
 pub fn user_init(sp: &Spank) -> bool {
@@ -104,11 +113,15 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
         ));
     }
     let cpus = judge(findings, &policy);
+    let needs_host = policy.mode_for(CheckKind::Devices) != Mode::Off
+        || policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
+    let host = needs_host.then(|| host::gather(&policy, &label));
     Some(StepState {
         policy,
         label,
         marker,
         cpus,
+        host,
     })
 }
 
@@ -151,18 +164,15 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
         }
         return false;
     }
+    let _ = TIP_MNT_NS.set(mnt_ns());
     let mut ok = true;
     if st.policy.mode_for(CheckKind::EnrootRuntime) != Mode::Off {
-        let (findings, repaired) = crate::enroot::check(&st.policy);
+        let container = st.marker.as_ref().map(|m| m.container);
+        let (findings, repaired) = crate::enroot::check(&st.policy, container);
         if let Some(line) = repaired {
             ffi::log_info(&format!("{line} ({})", st.label));
         }
         ok &= speak(sp, st, findings, true);
-    }
-    let needs_host = st.policy.mode_for(CheckKind::Devices) != Mode::Off
-        || st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
-    if needs_host {
-        let _ = HOST.set(host::gather(&st.policy, &st.label));
     }
     ok
 }
@@ -187,7 +197,7 @@ pub fn task_init(sp: &Spank) -> bool {
         findings.extend(export::check_step(&step_env, already));
     }
     let mut ok = true;
-    if let Some(h) = HOST.get() {
+    if let Some(h) = st.host.as_ref() {
         if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
             let fabric = match st.policy.fabric {
                 FabricChoice::Efa => Some(Fabric::Efa),
@@ -230,56 +240,72 @@ fn probe(path: &str) -> Access {
     }
 }
 
-/// The devices this task must see: its allocated GPUs (`SLURM_STEP_GPUS` indexes into the node's GPU
-/// files), each RDMA NIC's verbs devices, `/dev/gdrdrv` when the host has it, and the admin's list.
+/// The devices this task must see: as many usable GPU device files as `SLURM_STEP_GPUS` entries, the
+/// verbs devices of the node's active fabric NICs (minus those gres.conf hands out as GRES),
+/// `/dev/gdrdrv` when the host has it, and the admin's list.
 fn step_devices(sp: &Spank, st: &StepState, h: &HostFacts) -> StepDevices {
-    let indexes: Vec<u32> = sp
-        .getenv("SLURM_STEP_GPUS")
-        .map(|l| l.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_default();
-    let mut probes = vec![];
-    for &i in indexes.iter().take(1024) {
-        if let Some(path) = h.gpu_files.get(i as usize) {
-            probes.push(Probe {
+    let step_gpus = sp.getenv("SLURM_STEP_GPUS").unwrap_or_default();
+    let allocated = launchguard_core::checks::gpus::count_list(&step_gpus);
+    let mig = h.mig
+        || sp
+            .getenv("CUDA_VISIBLE_DEVICES")
+            .is_some_and(|v| v.contains("MIG-"));
+    let gpus = if allocated == 0 || mig {
+        vec![]
+    } else {
+        h.gpu_files
+            .iter()
+            .take(1024)
+            .map(|path| Probe {
                 path: path.clone(),
-                role: Role::Gpu { index: i },
+                role: Role::Gpu,
                 access: probe(path),
-            });
-        }
-    }
-    for hca in &h.hcas {
-        for u in &hca.uverbs {
-            probes.push(Probe {
-                path: u.clone(),
-                role: Role::Fabric {
-                    hca: hca.name.clone(),
-                },
-                access: probe(u),
-            });
-        }
-    }
+            })
+            .collect()
+    };
+    let efa = h.hcas.iter().any(|x| x.driver == "efa");
+    let fabric = h
+        .hcas
+        .iter()
+        .filter(|x| x.active && (!efa || x.driver == "efa"))
+        .flat_map(|x| {
+            x.uverbs
+                .iter()
+                .filter(|u| !h.gres_files.contains(u))
+                .map(|u| Probe {
+                    path: u.clone(),
+                    role: Role::Fabric {
+                        hca: x.name.clone(),
+                    },
+                    access: probe(u),
+                })
+        })
+        .collect();
+    let mut others = vec![];
     if h.gdrdrv {
-        probes.push(Probe {
+        others.push(Probe {
             path: "/dev/gdrdrv".into(),
             role: Role::GdrCopy,
             access: probe("/dev/gdrdrv"),
         });
     }
     for d in &st.policy.devices {
-        probes.push(Probe {
+        others.push(Probe {
             path: d.clone(),
             role: Role::Admin,
             access: probe(d),
         });
     }
-    let own_ns = std::fs::read_link("/proc/self/ns/mnt")
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned());
+    let before = TIP_MNT_NS.get().cloned().flatten();
     StepDevices {
         node: host::hostname(),
-        allocated_gpus: indexes.len() as u32,
-        probes,
-        in_container: h.host_mnt_ns.is_some() && own_ns != h.host_mnt_ns,
+        step_gpus,
+        allocated_gpus: allocated,
+        gpus,
+        fabric,
+        others,
+        in_container: st.marker.as_ref().is_some_and(|m| m.container)
+            || (before.is_some() && mnt_ns() != before),
     }
 }
 

@@ -28,9 +28,9 @@ pub enum Access {
 /// Why a device is expected in the step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// One of the step's allocated GPUs (`SLURM_STEP_GPUS` index → gres.conf `File=`).
-    Gpu { index: u32 },
-    /// The verbs device of an RDMA NIC the host has (`/sys/class/infiniband/<hca>`).
+    /// One of the node's GPU device files.
+    Gpu,
+    /// The verbs device of an active RDMA NIC of the node's fabric (`/sys/class/infiniband/<hca>`).
     Fabric { hca: String },
     /// `/dev/gdrdrv`, present on the host (GPUDirect RDMA copy driver).
     GdrCopy,
@@ -38,7 +38,7 @@ pub enum Role {
     Admin,
 }
 
-/// One device the step should see.
+/// One device path and what the task sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     /// Path as seen by the task.
@@ -54,169 +54,222 @@ pub struct Probe {
 pub struct StepDevices {
     /// Node name, for multi-node messages.
     pub node: String,
-    /// GPUs allocated to the step on this node (`SLURM_STEP_GPUS`).
+    /// `SLURM_STEP_GPUS` as given (the GPUs this task was given), for the message.
+    pub step_gpus: String,
+    /// Number of entries in `SLURM_STEP_GPUS`.
     pub allocated_gpus: u32,
-    /// The allocated GPUs whose device files are known (from gres.conf or `/dev/nvidiaN`).
-    pub probes: Vec<Probe>,
+    /// Every GPU device file of the node (gres.conf `File=`, else `/dev/nvidiaN`). Slurm's GPU indexes
+    /// do not reliably map to files (AutoDetect sorts by PCI bus, MIG), so the check counts usable files
+    /// instead of naming one; empty when the count cannot be trusted (MIG), which skips the GPU part.
+    pub gpus: Vec<Probe>,
+    /// Verbs devices of the node's active fabric NICs, minus those gres.conf hands out as GRES.
+    pub fabric: Vec<Probe>,
+    /// `/dev/gdrdrv` and the admin's devices: each must be usable.
+    pub others: Vec<Probe>,
     /// Whether the task runs in a container's mount namespace (Pyxis/enroot), which changes the fix.
     pub in_container: bool,
 }
 
-fn cause_and_fix(p: &Probe, in_container: bool) -> (String, String) {
-    let what = match p.access {
-        Access::Denied => "is denied by the step's devices cgroup (EPERM)".to_string(),
-        Access::Missing if in_container => "is not visible inside the container".to_string(),
-        Access::Missing => "does not exist in the step's /dev".to_string(),
-        Access::NotDevice => "is not a character device in the step's /dev".to_string(),
-        Access::NoPermission => "is not readable and writable by the user (EACCES)".to_string(),
-        Access::Other(e) => format!("cannot be accessed (errno {e})"),
-        Access::Ok => "is accessible".to_string(),
-    };
-    let fix = match (&p.role, p.access) {
-        (Role::Gpu { .. }, Access::Denied) => {
-            "make gres.conf's File= list this node's GPU device files in the order Slurm numbers them (ConstrainDevices=yes in cgroup.conf allows only the allocated files), then restart slurmd".to_string()
-        }
-        (Role::Gpu { .. }, _) if in_container => {
-            "keep enroot's nvidia hook enabled and do not override NVIDIA_VISIBLE_DEVICES in the image, or pass --container-mounts for the device".to_string()
-        }
-        (Role::Gpu { .. }, _) => "check the GPU driver on this node and gres.conf's File= entries".to_string(),
+fn cause(a: Access, in_container: bool) -> String {
+    match a {
+        Access::Denied => "denied by the devices cgroup (EPERM)".into(),
+        Access::Missing if in_container => "not visible inside the container".into(),
+        Access::Missing => "missing from the step's /dev".into(),
+        Access::NotDevice => "not a character device in the step's /dev".into(),
+        Access::NoPermission => "not readable and writable by the user (EACCES)".into(),
+        Access::Other(e) => format!("not accessible (errno {e})"),
+        Access::Ok => "usable".into(),
+    }
+}
+
+/// Problem probes, the telling ones first: with `ConstrainDevices=yes` the GPUs a task was not given
+/// are always denied, so a missing or placeholder device explains more than an EPERM.
+fn telling_first(mut probes: Vec<&Probe>) -> Vec<&Probe> {
+    probes.sort_by_key(|p| p.access == Access::Denied);
+    probes
+}
+
+fn dominant(probes: &[&Probe]) -> Access {
+    probes.first().map(|p| p.access).unwrap_or(Access::Missing)
+}
+
+fn listing(probes: &[&Probe], in_container: bool) -> String {
+    let mut parts: Vec<String> = probes
+        .iter()
+        .take(4)
+        .map(|p| format!("'{}' {}", clip(&p.path, 60), cause(p.access, in_container)))
+        .collect();
+    if probes.len() > 4 {
+        parts.push(format!("and {} more", probes.len() - 4));
+    }
+    parts.join(", ")
+}
+
+fn fix_for(role: &Role, access: Access, in_container: bool, path: &str) -> String {
+    match (role, access) {
+        (Role::Gpu, Access::Denied) => "check gres.conf (File= or AutoDetect) for this node: with ConstrainDevices=yes Slurm allows only the device files it maps to the allocated GPUs, then restart slurmd".into(),
+        (Role::Gpu, _) if in_container => "keep enroot's nvidia hook enabled and do not override NVIDIA_VISIBLE_DEVICES in the image, or pass --container-mounts for the GPU devices".into(),
+        (Role::Gpu, _) => "check the GPU driver on this node and gres.conf's File= entries".into(),
         (_, Access::Denied) => format!(
-            "allow '{}' in the devices cgroup: remove it from gres.conf (ConstrainDevices=yes denies GRES files the step was not given) or from the site's cgroup rules",
-            clip(&p.path, 60)
+            "if gres.conf lists '{0}' (File=), request that GRES (e.g. --gres=nic:1) or drop it from gres.conf; otherwise allow it in the site's device cgroup rules",
+            clip(path, 60)
         ),
         (_, Access::Missing | Access::NotDevice) if in_container => format!(
             "set ENROOT_RESTRICT_DEV n in /etc/enroot/enroot.conf, or add --container-mounts={0}:{0}",
-            clip(parent_dir(&p.path), 60)
+            clip(parent_dir(path), 60)
         ),
-        (_, Access::NoPermission) => format!("make '{}' mode 0666 (udev rule) as the driver's install guide says", clip(&p.path, 60)),
-        _ => "load the device's driver on this node and check the step's mount namespace".to_string(),
-    };
-    (what, fix)
+        (_, Access::NoPermission) => format!("make '{}' mode 0666 (udev rule) as the driver's install guide says", clip(path, 60)),
+        _ => "load the device's driver on this node and check the step's mount namespace".into(),
+    }
 }
 
 fn parent_dir(path: &str) -> &str {
     match path.rsplit_once('/') {
-        Some(("", _)) | None => path,
-        Some(("/dev", _)) => path,
+        Some(("", _)) | Some(("/dev", _)) | None => path,
         Some((dir, _)) => dir,
     }
 }
 
-/// Judges the devices of a step on one node: every expected device must be an accessible character
-/// device; one finding per problem device (error severity: NCCL or CUDA will fail or fall back).
+/// Judges the devices of a task on one node:
+/// - GPUs: at least as many usable GPU device files as `SLURM_STEP_GPUS` entries (error);
+/// - fabric: no usable verbs device at all is an error (NCCL falls back to TCP or fails), some
+///   missing a warning;
+/// - `/dev/gdrdrv` (warning) and the admin's devices (error): each must be usable.
 pub fn check(s: &StepDevices) -> Vec<Finding> {
     let mut out = vec![];
-    for p in &s.probes {
-        if p.access == Access::Ok {
-            continue;
-        }
-        let (what, fix) = cause_and_fix(p, s.in_container);
-        let (name, why) = match &p.role {
-            Role::Gpu { index } => (
-                format!("allocated GPU {index} ('{}')", clip(&p.path, 60)),
-                format!(
-                    "the step was given {} GPU{} on {} but CUDA cannot use this one, so the job fails or runs on fewer GPUs",
-                    s.allocated_gpus,
-                    if s.allocated_gpus == 1 { "" } else { "s" },
-                    clip(&s.node, 40)
-                ),
+    let node = clip(&s.node, 40);
+    let usable_gpus = s.gpus.iter().filter(|p| p.access == Access::Ok).count() as u32;
+    if !s.gpus.is_empty() && s.allocated_gpus > 0 && usable_gpus < s.allocated_gpus {
+        let bad = telling_first(s.gpus.iter().filter(|p| p.access != Access::Ok).collect());
+        let dom = dominant(&bad);
+        out.push(Finding {
+            check: CheckKind::Devices,
+            severity: Severity::Error,
+            what: format!(
+                "this task was given {} GPU{} (SLURM_STEP_GPUS={}) but only {usable_gpus} GPU device file{} usable on {node}: {}",
+                s.allocated_gpus,
+                if s.allocated_gpus == 1 { "" } else { "s" },
+                clip(&s.step_gpus, 40),
+                if usable_gpus == 1 { " is" } else { "s are" },
+                listing(&bad, s.in_container)
             ),
-            Role::Fabric { hca } => (
-                format!("'{}' of RDMA NIC {}", clip(&p.path, 60), clip(hca, 20)),
-                "NCCL cannot use the EFA/InfiniBand NIC and falls back to TCP sockets (a fraction of the bandwidth) or fails to initialise".to_string(),
+            why: "CUDA sees fewer GPUs than Slurm allocated, so the job fails or runs on fewer GPUs".into(),
+            fix: fix_for(&Role::Gpu, dom, s.in_container, ""),
+        });
+    }
+    let bad_fabric = telling_first(s.fabric.iter().filter(|p| p.access != Access::Ok).collect());
+    if !bad_fabric.is_empty() {
+        let none = bad_fabric.len() == s.fabric.len();
+        let dom = dominant(&bad_fabric);
+        out.push(Finding {
+            check: CheckKind::Devices,
+            severity: if none { Severity::Error } else { Severity::Warning },
+            what: format!(
+                "{} of the node's {} RDMA verbs device{} usable in the step on {node}: {}",
+                if none { "none".to_string() } else { format!("{} out", s.fabric.len() - bad_fabric.len()) },
+                s.fabric.len(),
+                if s.fabric.len() == 1 { " is" } else { "s are" },
+                listing(&bad_fabric, s.in_container)
             ),
+            why: if none {
+                "NCCL cannot use the EFA/InfiniBand NICs and falls back to TCP sockets (a fraction of the bandwidth) or fails to initialise".into()
+            } else {
+                "NCCL uses fewer NICs than the node has, which lowers its bandwidth".into()
+            },
+            fix: fix_for(&bad_fabric[0].role, dom, s.in_container, &bad_fabric[0].path),
+        });
+    }
+    for p in s.others.iter().filter(|p| p.access != Access::Ok) {
+        let (name, why, severity) = match p.role {
             Role::GdrCopy => (
                 format!("'{}'", clip(&p.path, 60)),
-                "GPUDirect RDMA copies (gdrcopy) are unavailable, which slows NCCL's small-message path".to_string(),
+                "GPUDirect RDMA copies (gdrcopy) are unavailable, which slows NCCL's small-message path",
+                Severity::Warning,
             ),
-            Role::Admin => (
+            _ => (
                 format!("'{}' (required by the admin)", clip(&p.path, 60)),
-                "the site marks this device as required by its jobs".to_string(),
+                "the site marks this device as required by its jobs",
+                Severity::Error,
             ),
         };
         out.push(Finding {
             check: CheckKind::Devices,
-            severity: if p.role == Role::GdrCopy {
-                Severity::Warning
-            } else {
-                Severity::Error
-            },
-            what: format!("{name} {what} on {}", clip(&s.node, 40)),
-            why,
-            fix,
+            severity,
+            what: format!("{name} is {} on {node}", cause(p.access, s.in_container)),
+            why: why.into(),
+            fix: fix_for(&p.role, p.access, s.in_container, &p.path),
         });
     }
     out
 }
 
 #[cfg(test)]
+#[rustfmt::skip]
 mod tests {
     use super::*;
 
-    fn step(probes: Vec<Probe>, in_container: bool) -> StepDevices {
-        StepDevices {
-            node: "vm".into(),
-            allocated_gpus: 1,
-            probes,
-            in_container,
-        }
+    fn p(path: &str, role: Role, access: Access) -> Probe {
+        Probe { path: path.into(), role, access }
+    }
+
+    fn gpus(access: &[Access]) -> Vec<Probe> {
+        access.iter().enumerate().map(|(i, a)| p(&format!("/dev/nvidia{i}"), Role::Gpu, *a)).collect()
+    }
+
+    fn step(allocated: u32, g: Vec<Probe>) -> StepDevices {
+        StepDevices { node: "vm".into(), step_gpus: "0".into(), allocated_gpus: allocated, gpus: g, ..Default::default() }
     }
 
     #[test]
-    fn accessible_devices_pass() {
-        let s = step(
-            vec![Probe {
-                path: "/dev/nvidia0".into(),
-                role: Role::Gpu { index: 0 },
-                access: Access::Ok,
-            }],
-            false,
+    fn gpus_are_counted_not_mapped() {
+        use Access::*;
+        // ConstrainDevices: the allocated GPU usable, the others denied — whatever their order
+        assert!(check(&step(1, gpus(&[Denied, Ok, Denied, Denied]))).is_empty());
+        assert!(check(&step(2, gpus(&[Ok, Denied, Ok]))).is_empty());
+        // fewer usable than allocated
+        let f = check(&step(2, gpus(&[Ok, Denied, Denied])));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].what.starts_with("this task was given 2 GPUs (SLURM_STEP_GPUS=0) but only 1 GPU device file is usable on vm: '/dev/nvidia1' denied by the devices cgroup (EPERM)"), "{}", f[0].what);
+        assert!(f[0].fix.starts_with("check gres.conf (File= or AutoDetect)"), "{}", f[0].fix);
+        // MIG or unknown files: no GPU judgement
+        assert!(check(&step(2, vec![])).is_empty());
+        // in a container, a placeholder for the given GPU explains more than the denied others
+        let mut s = step(1, gpus(&[Denied, NotDevice]));
+        s.in_container = true;
+        let f = check(&s);
+        assert!(f[0].what.ends_with("'/dev/nvidia1' not a character device in the step's /dev, '/dev/nvidia0' denied by the devices cgroup (EPERM)"), "{}", f[0].what);
+        assert!(f[0].fix.contains("nvidia hook"), "{}", f[0].fix);
+    }
+
+    #[test]
+    fn fabric_none_is_an_error_some_a_warning() {
+        use Access::*;
+        let nic = |i: u32, a| p(&format!("/dev/infiniband/uverbs{i}"), Role::Fabric { hca: format!("rdmap{i}") }, a);
+        let mut s = StepDevices { node: "vm".into(), in_container: true, ..Default::default() };
+        s.fabric = vec![nic(0, Missing), nic(1, Missing)];
+        let f = check(&s);
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.devices: none of the node's 2 RDMA verbs devices are usable in the step on vm: \
+             '/dev/infiniband/uverbs0' not visible inside the container, '/dev/infiniband/uverbs1' not visible inside the container; \
+             NCCL cannot use the EFA/InfiniBand NICs and falls back to TCP sockets (a fraction of the bandwidth) or fails to initialise; \
+             set ENROOT_RESTRICT_DEV n in /etc/enroot/enroot.conf, or add --container-mounts=/dev/infiniband:/dev/infiniband"
         );
+        assert_eq!(f[0].severity, Severity::Error);
+        s.fabric = vec![nic(0, Ok), nic(1, Missing)];
+        assert_eq!(check(&s)[0].severity, Severity::Warning);
+        s.fabric = vec![nic(0, Ok)];
         assert!(check(&s).is_empty());
     }
 
     #[test]
-    fn each_cause_names_its_fix() {
-        let gpu_denied = Probe {
-            path: "/dev/nvidia0".into(),
-            role: Role::Gpu { index: 0 },
-            access: Access::Denied,
-        };
-        let f = check(&step(vec![gpu_denied], false));
-        assert_eq!(f.len(), 1);
-        assert!(
-            f[0].what.contains("denied by the step's devices cgroup"),
-            "{}",
-            f[0].what
-        );
-        assert!(f[0].fix.contains("gres.conf's File="), "{}", f[0].fix);
-
-        let ib_hidden = Probe {
-            path: "/dev/infiniband/uverbs0".into(),
-            role: Role::Fabric {
-                hca: "mlx5_0".into(),
-            },
-            access: Access::Missing,
-        };
-        let f = check(&step(vec![ib_hidden.clone()], true));
-        assert_eq!(
-            f[0].to_string(),
-            "launchguard: launch.devices: '/dev/infiniband/uverbs0' of RDMA NIC mlx5_0 is not visible inside the container on vm; \
-             NCCL cannot use the EFA/InfiniBand NIC and falls back to TCP sockets (a fraction of the bandwidth) or fails to initialise; \
-             set ENROOT_RESTRICT_DEV n in /etc/enroot/enroot.conf, or add --container-mounts=/dev/infiniband:/dev/infiniband"
-        );
-        let f = check(&step(vec![ib_hidden], false));
-        assert!(
-            f[0].what.contains("does not exist in the step's /dev"),
-            "{}",
-            f[0].what
-        );
-
-        let gdr = Probe {
-            path: "/dev/gdrdrv".into(),
-            role: Role::GdrCopy,
-            access: Access::Missing,
-        };
-        assert_eq!(check(&step(vec![gdr], true))[0].severity, Severity::Warning);
+    fn admin_and_gdrcopy_devices() {
+        let mut s = StepDevices { node: "vm".into(), ..Default::default() };
+        s.others = vec![p("/dev/gdrdrv", Role::GdrCopy, Access::Missing), p("/dev/x", Role::Admin, Access::Denied)];
+        let f = check(&s);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[1].severity, Severity::Error);
+        assert!(f[1].fix.contains("request that GRES (e.g. --gres=nic:1)"), "{}", f[1].fix);
     }
 }

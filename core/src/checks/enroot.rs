@@ -30,28 +30,23 @@ pub fn runtime_path_from_conf(conf: &str) -> Option<String> {
     })
 }
 
-/// The directory shared by all users that must exist before enroot runs: the runtime path up to its
-/// first component that the shell expands (`/run/enroot/user-$(id -u)` → `/run/enroot`). `None` when
-/// the very first component is expanded (`${XDG_RUNTIME_DIR}/enroot`: a per-user directory, not ours to
-/// check) or the path is relative.
+/// The directory shared by all users that must exist before enroot runs: the parent of a per-user
+/// last component (`/run/enroot/user-$(id -u)` → `/run/enroot`), or the whole path when nothing in it
+/// is expanded (`/run/enroot`). `None` when an expansion sits anywhere but the last component
+/// (`/run/user/$(id -u)/enroot`, `${XDG_RUNTIME_DIR}/enroot`: per-user trees, not launchguard's to
+/// judge), for a relative path, or when the result would be a top-level directory such as `/run`.
 pub fn shared_dir(runtime_path: &str) -> Option<String> {
     if !runtime_path.starts_with('/') {
         return None;
     }
-    let mut dir = String::new();
-    for comp in runtime_path.split('/').filter(|c| !c.is_empty()) {
-        if comp.contains(['$', '`', '~', '*', '?']) {
-            break;
-        }
-        dir.push('/');
-        dir.push_str(comp);
-    }
-    let static_whole = !runtime_path.contains(['$', '`', '~', '*', '?']);
-    if dir.is_empty() || (dir.matches('/').count() < 2 && !static_whole) {
-        // `/run/$x`-style: the shared part would be /run itself, which is the OS's.
+    let expands = |c: &str| c.contains(['$', '`', '~', '*', '?']);
+    let comps: Vec<&str> = runtime_path.split('/').filter(|c| !c.is_empty()).collect();
+    let (last, parents) = comps.split_last()?;
+    if parents.iter().any(|c| expands(c)) {
         return None;
     }
-    Some(dir)
+    let keep = if expands(last) { parents } else { &comps[..] };
+    (keep.len() >= 2).then(|| format!("/{}", keep.join("/")))
 }
 
 /// What the directory looks like (`lstat`).
@@ -66,9 +61,10 @@ pub enum DirState {
 }
 
 impl DirState {
-    /// Whether enroot can use it for every user: a root-owned directory with mode 1777.
+    /// Whether enroot can use it for every user: a root-owned directory that others may write and
+    /// enter (1777 is what the seed and tmpfiles.d use).
     pub fn is_good(self) -> bool {
-        matches!(self, DirState::Dir { mode, uid: 0 } if mode & 0o7777 == 0o1777)
+        matches!(self, DirState::Dir { mode, uid: 0 } if mode & 0o003 == 0o003)
     }
 
     fn describe(self) -> String {
@@ -97,57 +93,78 @@ pub fn repaired_log(dir: &str, before: DirState) -> String {
     )
 }
 
-/// Judges the runtime directory after any repair attempt. `state` is what it looks like now;
-/// `repair_error` says why a repair failed (`None` when none was tried).
-pub fn check(dir: &str, state: DirState, repair_error: Option<&str>) -> Vec<Finding> {
-    if state.is_good() {
+/// What happened to a repair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// `enroot_repair=no`.
+    Off,
+    /// Tried and failed (or refused, e.g. a user-owned directory), with the reason.
+    Failed(String),
+    /// Not needed, or done.
+    Done,
+}
+
+/// Judges the runtime directory after any repair attempt. `state` is what it looks like now.
+/// `container` says whether the step runs in a Pyxis container (`None`: unknown, srun had no
+/// launchguard): only a container step fails on it, so only then is it an error; unknown is a warning,
+/// and a step known to use no container is not told.
+pub fn check(dir: &str, state: DirState, repair: &Repair, container: Option<bool>) -> Vec<Finding> {
+    if state.is_good() || container == Some(false) {
         return vec![];
     }
-    let tried = repair_error
-        .map(|e| format!(" (launchguard could not repair it: {})", clip(e, 80)))
-        .unwrap_or_default();
+    let tried = match repair {
+        Repair::Failed(e) => format!(" (launchguard could not repair it: {})", clip(e, 80)),
+        _ => String::new(),
+    };
+    let or_repair = if *repair == Repair::Off {
+        " (or set enroot_repair=yes in plugstack)"
+    } else {
+        ""
+    };
     vec![Finding {
         check: CheckKind::EnrootRuntime,
-        severity: Severity::Error,
+        severity: if container == Some(true) {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
         what: format!("enroot's runtime directory '{dir}' {}{tried}", state.describe()),
         why: format!(
             "Pyxis container jobs of non-root users fail with 'mkdir: cannot create directory '{dir}': Permission denied'"
         ),
         fix: format!(
-            "ask the admin to run 'install -d -m 1777 -o root -g root {dir}' and add '{}' to /etc/tmpfiles.d/enroot.conf (or set enroot_repair=yes in plugstack)",
+            "ask the admin to run 'install -d -m 1777 -o root -g root {dir}' and add '{}' to /etc/tmpfiles.d/enroot.conf{or_repair}",
             tmpfiles_line(dir)
         ),
     }]
 }
 
 #[cfg(test)]
+#[rustfmt::skip]
 mod tests {
     use super::*;
 
     #[test]
     fn runtime_path_is_read_from_shell_style_conf() {
         let conf = "# seed 000\nENROOT_RUNTIME_PATH      /run/enroot/user-$(id -u)\nENROOT_CACHE_PATH /x\n";
-        assert_eq!(
-            runtime_path_from_conf(conf).as_deref(),
-            Some("/run/enroot/user-$(id -u)")
-        );
-        assert_eq!(
-            runtime_path_from_conf("ENROOT_RUNTIME_PATH \"/run/e\"\n").as_deref(),
-            Some("/run/e")
-        );
+        assert_eq!(runtime_path_from_conf(conf).as_deref(), Some("/run/enroot/user-$(id -u)"));
+        assert_eq!(runtime_path_from_conf("ENROOT_RUNTIME_PATH \"/run/e\"\n").as_deref(), Some("/run/e"));
         assert_eq!(runtime_path_from_conf("ENROOT_RUNTIME_PATHX /a\n"), None);
         assert_eq!(runtime_path_from_conf("#ENROOT_RUNTIME_PATH /a\n"), None);
         assert_eq!(runtime_path_from_conf(""), None);
     }
 
     #[test]
-    fn shared_dir_stops_at_the_first_expansion() {
+    fn shared_dir_is_the_parent_of_a_per_user_last_component() {
         let table = [
             ("/run/enroot/user-$(id -u)", Some("/run/enroot")),
             ("/run/enroot", Some("/run/enroot")),
-            ("/run/enroot/user-${UID}/x", Some("/run/enroot")),
+            ("/run/enroot/user-${UID}/x", None),
+            ("/run/user/$(id -u)/enroot", None),
+            ("/local/scratch/$USER/enroot", None),
             ("${XDG_RUNTIME_DIR}/enroot", None),
             ("/run/user-$(id -u)", None),
+            ("/run", None),
             ("relative/path", None),
         ];
         for (p, want) in table {
@@ -156,24 +173,18 @@ mod tests {
     }
 
     #[test]
-    fn only_root_owned_1777_passes() {
-        assert!(DirState::Dir {
-            mode: 0o41777,
-            uid: 0
-        }
-        .is_good());
-        assert!(!DirState::Dir {
-            mode: 0o0700,
-            uid: 1001
-        }
-        .is_good());
-        assert!(!DirState::Dir {
-            mode: 0o1777,
-            uid: 1001
-        }
-        .is_good());
+    fn only_root_owned_world_writable_passes() {
+        assert!(DirState::Dir { mode: 0o41777, uid: 0 }.is_good());
+        assert!(DirState::Dir { mode: 0o777, uid: 0 }.is_good());
+        assert!(!DirState::Dir { mode: 0o0700, uid: 1001 }.is_good());
+        assert!(!DirState::Dir { mode: 0o1777, uid: 1001 }.is_good());
+        assert!(!DirState::Dir { mode: 0o755, uid: 0 }.is_good());
         assert!(!DirState::Missing.is_good());
-        let f = check("/run/enroot", DirState::Missing, None);
+    }
+
+    #[test]
+    fn only_container_steps_fail_on_it() {
+        let f = check("/run/enroot", DirState::Missing, &Repair::Off, Some(true));
         assert_eq!(
             f[0].to_string(),
             "launchguard: launch.enroot_runtime: enroot's runtime directory '/run/enroot' is missing; \
@@ -181,14 +192,12 @@ mod tests {
              ask the admin to run 'install -d -m 1777 -o root -g root /run/enroot' and add 'd /run/enroot 1777 root root -' \
              to /etc/tmpfiles.d/enroot.conf (or set enroot_repair=yes in plugstack)"
         );
-        assert!(check(
-            "/run/enroot",
-            DirState::Dir {
-                mode: 0o1777,
-                uid: 0
-            },
-            None
-        )
-        .is_empty());
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(check("/run/enroot", DirState::Missing, &Repair::Off, Some(false)).is_empty());
+        assert_eq!(check("/run/enroot", DirState::Missing, &Repair::Off, None)[0].severity, Severity::Warning);
+        let failed = check("/run/enroot", DirState::Missing, &Repair::Failed("mkdir: x".into()), Some(true));
+        assert!(!failed[0].fix.contains("enroot_repair=yes"), "{}", failed[0].fix);
+        assert!(failed[0].what.contains("(launchguard could not repair it: mkdir: x)"));
+        assert!(check("/run/enroot", DirState::Dir { mode: 0o1777, uid: 0 }, &Repair::Off, Some(true)).is_empty());
     }
 }

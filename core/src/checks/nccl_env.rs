@@ -28,14 +28,21 @@ impl Fabric {
 
 /// The fabric behind `/sys/class/infiniband/*`, from each HCA's driver name (`device/driver` link):
 /// EFA if any HCA is `efa` (EFA nodes can also show an unrelated link-down RDMA device, seed 000), IB if
-/// any other RDMA driver, `None` with no HCA.
+/// any other hardware RDMA driver, `None` with no HCA. Software RDMA (`rxe`, `siw`, or no driver link)
+/// is no fabric: those nodes are Ethernet.
 pub fn detect_fabric<S: AsRef<str>>(drivers: &[S]) -> Option<Fabric> {
-    if drivers.iter().any(|d| d.as_ref() == "efa") {
+    let hw = || {
+        drivers
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|d| !d.is_empty() && !d.starts_with("rdma_rxe") && *d != "rxe" && *d != "siw")
+    };
+    if hw().any(|d| d == "efa") {
         Some(Fabric::Efa)
-    } else if drivers.is_empty() {
-        None
-    } else {
+    } else if hw().next().is_some() {
         Some(Fabric::Ib)
+    } else {
+        None
     }
 }
 
@@ -109,16 +116,19 @@ pub fn builtin_rules() -> Vec<Rule> {
     const S002: &str = "seed 002, Performance Optimization: DO NOT set";
     const S004: &str = "seed 004, per-SKU InfiniBand settings";
     vec![
-        rule("efa.nccl_net", Some(Efa), "NCCL_NET", Cond::Not(vals(&["Libfabric"])), Error,
-             "on EFA, NCCL_NET=IB fails NCCL initialisation, the old name 'AWS Libfabric' gives no results and Socket falls back to TCP",
+        rule("efa.nccl_net_ib", Some(Efa), "NCCL_NET", Cond::Is(vals(&["IB"])), Error,
+             "on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation",
              "unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric", S000),
-        rule("efa.nccl_net_plugin", Some(Efa), "NCCL_NET_PLUGIN", Cond::Not(vals(&["*ofi"])), Error,
+        rule("efa.nccl_net", Some(Efa), "NCCL_NET", Cond::Not(vals(&["Libfabric", "IB"])), Warning,
+             "on EFA, the old name 'AWS Libfabric' gave no communication results with the validated aws-ofi-nccl and Socket falls back to TCP",
+             "unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric", S000),
+        rule("efa.nccl_net_plugin", Some(Efa), "NCCL_NET_PLUGIN", Cond::Not(vals(&["*ofi", "*libnccl-net.so"])), Warning,
              "a network plugin other than aws-ofi-nccl leaves the EFA path (IB plugin or TCP fallback)",
              "unset NCCL_NET_PLUGIN to keep the image default ofi", S000),
         rule("efa.nccl_ib", Some(Efa), "NCCL_IB_*", Cond::Set, Warning,
              "InfiniBand settings carried over from an IB cluster are not used on EFA and signal an IB-era environment that drops to TCP or fails",
              "remove the NCCL_IB_* variables from the job script, the image or /etc/environment", S000),
-        rule("efa.fi_provider", Some(Efa), "FI_PROVIDER", Cond::Not(vals(&["efa"])), Error,
+        rule("efa.fi_provider", Some(Efa), "FI_PROVIDER", Cond::Not(vals(&["efa"])), Warning,
              "libfabric uses another provider than EFA, so NCCL traffic leaves the EFA NICs",
              "unset FI_PROVIDER or set FI_PROVIDER=efa", S000),
         rule("efa.tree_threshold", Some(Efa), "NCCL_TREE_THRESHOLD", Cond::Is(vals(&["0"])), Warning,
@@ -130,10 +140,13 @@ pub fn builtin_rules() -> Vec<Rule> {
         rule("efa.proto", Some(Efa), "NCCL_PROTO", Cond::Is(vals(&["Simple"])), Warning,
              "forcing NCCL_PROTO=Simple disables LL/LL128 and slows small and medium messages",
              "unset NCCL_PROTO", S002),
-        rule("ib.nccl_net", Some(Ib), "NCCL_NET", Cond::Not(vals(&["IB"])), Error,
-             "on InfiniBand, NCCL_NET=Socket falls back to TCP and Libfabric/ofi selects a plugin for EFA",
+        rule("ib.nccl_net_libfabric", Some(Ib), "NCCL_NET", Cond::Is(vals(&["Libfabric", "AWS Libfabric", "OFI"])), Error,
+             "on InfiniBand, NCCL_NET=Libfabric/OFI selects the aws-ofi-nccl plugin for EFA, which finds no EFA device and fails NCCL initialisation",
              "unset NCCL_NET or set NCCL_NET=IB", S004),
-        rule("ib.nccl_net_plugin", Some(Ib), "NCCL_NET_PLUGIN", Cond::Is(vals(&["ofi", "aws-ofi"])), Error,
+        rule("ib.nccl_net_socket", Some(Ib), "NCCL_NET", Cond::Is(vals(&["Socket"])), Warning,
+             "on InfiniBand, NCCL_NET=Socket falls back to TCP at a fraction of the bandwidth",
+             "unset NCCL_NET or set NCCL_NET=IB", S004),
+        rule("ib.nccl_net_plugin", Some(Ib), "NCCL_NET_PLUGIN", Cond::Is(vals(&["ofi", "aws-ofi"])), Warning,
              "the aws-ofi-nccl plugin is for EFA; on InfiniBand it fails or falls back to TCP",
              "unset NCCL_NET_PLUGIN", S004),
         rule("ib.fi_provider", Some(Ib), "FI_PROVIDER", Cond::Is(vals(&["efa"])), Warning,
@@ -391,7 +404,7 @@ mod tests {
         let ifs = vec!["lo".to_string(), "ens5".to_string(), "docker0".to_string()];
         type Row<'a> = (&'a [(&'a str, &'a str)], Option<Fabric>, &'a [&'a str]);
         let table: &[Row] = &[
-            (&[("NCCL_NET", "IB")], Some(Fabric::Efa), &["efa.nccl_net"]),
+            (&[("NCCL_NET", "IB")], Some(Fabric::Efa), &["efa.nccl_net_ib"]),
             (&[("NCCL_NET", "AWS Libfabric")], Some(Fabric::Efa), &["efa.nccl_net"]),
             (&[("NCCL_NET", "Socket")], Some(Fabric::Efa), &["efa.nccl_net"]),
             (&[("NCCL_NET", "libfabric")], Some(Fabric::Efa), &[]),
@@ -405,7 +418,11 @@ mod tests {
              &["efa.tree_threshold", "efa.algo", "efa.proto"]),
             // IB settings are right on IB; EFA settings are not
             (&[("NCCL_IB_HCA", "mlx5"), ("NCCL_NET", "IB")], Some(Fabric::Ib), &[]),
-            (&[("NCCL_NET", "Socket")], Some(Fabric::Ib), &["ib.nccl_net"]),
+            (&[("NCCL_NET", "Socket")], Some(Fabric::Ib), &["ib.nccl_net_socket"]),
+            (&[("NCCL_NET", "Libfabric")], Some(Fabric::Ib), &["ib.nccl_net_libfabric"]),
+            (&[("NCCL_NET", "IBext")], Some(Fabric::Ib), &[]),
+            (&[("NCCL_NET", "UCX")], Some(Fabric::Ib), &[]),
+            (&[("NCCL_NET_PLUGIN", "/usr/lib/x86_64-linux-gnu/libnccl-net.so")], Some(Fabric::Efa), &[]),
             (&[("FI_PROVIDER", "efa"), ("FI_EFA_USE_DEVICE_RDMA", "1")], Some(Fabric::Ib), &["ib.fi_provider", "ib.fi_efa"]),
             (&[("NCCL_NET_PLUGIN", "ofi")], Some(Fabric::Ib), &["ib.nccl_net_plugin"]),
             // interfaces, on any node
@@ -434,8 +451,8 @@ mod tests {
         );
         assert_eq!(
             f[0].to_string(),
-            "launchguard: launch.nccl_env: NCCL_NET=IB is set on this EFA node (rule efa.nccl_net, seed 000, Environment variables (EFA + NCCL)); \
-             on EFA, NCCL_NET=IB fails NCCL initialisation, the old name 'AWS Libfabric' gives no results and Socket falls back to TCP; \
+            "launchguard: launch.nccl_env: NCCL_NET=IB is set on this EFA node (rule efa.nccl_net_ib, seed 000, Environment variables (EFA + NCCL)); \
+             on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation; \
              unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric"
         );
         assert_eq!(f[0].severity, Severity::Error);
@@ -447,6 +464,7 @@ mod tests {
         assert_eq!(detect_fabric(&["mlx5_core", "efa"]), Some(Fabric::Efa));
         assert_eq!(detect_fabric(&["mlx5_core"]), Some(Fabric::Ib));
         assert_eq!(detect_fabric::<&str>(&[]), None);
+        assert_eq!(detect_fabric(&["", "rxe", "siw"]), None);
     }
 
     #[test]
