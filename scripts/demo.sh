@@ -12,14 +12,22 @@ cargo build --release --quiet -p spank-launchguard -p launchguard
 
 JOBDIR=/tmp/lg-demo; mkdir -p $JOBDIR; chmod 1777 $JOBDIR
 
+shown() {  # the command as a user would type it: quote only words that need it
+  local out="" w
+  for w in "$@"; do
+    if [[ $w =~ ^[][A-Za-z0-9_,.:=/@%+-]+$ ]]; then out+="$w "; else out+="'${w//\'/\'\\\'\'}' "; fi
+  done
+  printf '%s' "${out% }"
+}
+
 show() {  # show 'what this launch is' cmd…   — runs as lgtest in /tmp, prints output and exit code
   local title=$1; shift
-  printf '\n\033[1m# %s\033[0m\n$ %s\n' "$title" "${SHOWCMD:-$(printf '%q ' "$@")}"
+  printf '\n\033[1m# %s\033[0m\n$ %s\n' "$title" "${SHOWCMD:-$(shown "$@")}"
   set +e
   (cd /tmp && runuser -u lgtest -- "$@" 2>&1 | sed 's/^/  /')
   local rc=${PIPESTATUS[0]}
   set -e
-  printf '  \033[2m→ exit %s\033[0m\n' "$rc"
+  printf '  \033[2m→ %s exit %s\033[0m\n' "${EXITOF:-$1}" "$rc"
 }
 
 mode() {
@@ -40,7 +48,7 @@ mode mode=enforce
 show "A GPU step without --cpus-per-task (one CPU per rank)" srun --gres=gpu:1 echo training
 show "--export without ALL (the step would lose PATH)" srun --export=FOO=1 hostname
 show "A comma inside an --export value (Slurm cuts it)" srun -c 2 --export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET printenv NCCL_DEBUG_SUBSYS
-SHOWCMD="sbatch -W -o train.out train.sh; cat train.out   # train.sh: #SBATCH -c 2, --gres=gpu:2, then srun bash -c …" \
+EXITOF=sbatch SHOWCMD="sbatch -W -o train.out train.sh; cat train.out   # train.sh: #SBATCH -c 2, --gres=gpu:2, then srun bash -c …" \
 show "#SBATCH -c 2, then a plain srun (22.05 gives the step 1 CPU per task)" bash -c "sbatch -W -o $JOBDIR/train.out $JOBDIR/train.sh >/dev/null; cat $JOBDIR/train.out"
 show "A healthy launch: launchguard says nothing" srun -c 2 --gres=gpu:1 --export=ALL,FOO=1 bash -c 'echo "training with $SLURM_CPUS_PER_TASK CPUs per task, FOO=$FOO"'
 

@@ -30,5 +30,7 @@ for c in $RELEASES; do
 done
 echo "test: cargo test --release --workspace (host cluster: $(srun --version))" >&2
 cargo test --release --workspace 2>&1 | tee -a "$LOG"
+# Leave both clusters as the demo does: launchguard listed in warn mode.
+for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh install-plugin mode=warn; done
 # One closing line over every cargo test run above (both clusters, every crate).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$LOG"

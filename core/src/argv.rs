@@ -274,6 +274,62 @@ const LONG_NONE: &[&str] = &[
     "version",
 ];
 
+/// Options of sbatch/salloc that srun does not have (they must not make srun's abbreviations ambiguous).
+const NOT_SRUN: &[&str] = &[
+    "array",
+    "bell",
+    "export-file",
+    "get-user-env",
+    "gid",
+    "ignore-pbs",
+    "kill-command",
+    "no-bell",
+    "no-requeue",
+    "no-shell",
+    "nodefile",
+    "open-mode",
+    "parsable",
+    "requeue",
+    "uid",
+    "wait-all-nodes",
+    "wrap",
+];
+
+/// Options only srun has.
+const SRUN_ONLY: &[&str] = &[
+    "bcast",
+    "bcast-exclude",
+    "compress",
+    "disable-status",
+    "epilog",
+    "exact",
+    "external-launcher",
+    "interactive",
+    "jobid",
+    "label",
+    "multi-prog",
+    "no-allocate",
+    "overlap",
+    "preserve-env",
+    "prolog",
+    "pty",
+    "quit-on-interrupt",
+    "relative",
+    "send-libs",
+    "slurmd-debug",
+    "task-epilog",
+    "task-prolog",
+    "unbuffered",
+];
+
+/// Whether `tool` has the long option `name` (for getopt_long's abbreviation matching).
+fn available(tool: Tool, name: &str) -> bool {
+    match tool {
+        Tool::Srun => !NOT_SRUN.contains(&name),
+        Tool::Sbatch | Tool::Salloc => !SRUN_ONLY.contains(&name),
+    }
+}
+
 fn arg_kind(tool: Tool, name: &str) -> Option<Arg> {
     // `--wait` is `-W`: srun's takes seconds, sbatch's takes nothing.
     if name == "wait" {
@@ -302,7 +358,7 @@ fn resolve_long(tool: Tool, name: &str) -> Option<(&'static str, Arg)> {
         .chain(LONG_NONE)
         .chain(std::iter::once(&"wait"));
     let mut found: Option<&'static str> = None;
-    for cand in all {
+    for cand in all.filter(|c| available(tool, c)) {
         if *cand == name {
             return arg_kind(tool, cand).map(|k| (*cand, k));
         }
@@ -493,7 +549,7 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_for_binary_search() {
-        for t in [LONG_REQUIRED, LONG_OPTIONAL, LONG_NONE] {
+        for t in [LONG_REQUIRED, LONG_OPTIONAL, LONG_NONE, NOT_SRUN, SRUN_ONLY] {
             let mut s = t.to_vec();
             s.sort_unstable();
             assert_eq!(s, t.to_vec());
@@ -601,10 +657,18 @@ mod tests {
     }
 
     #[test]
-    fn ambiguous_prefix_of_export_is_not_export() {
-        // --exp matches --export and --export-file: getopt_long refuses it, and so do we.
-        let p = parse(Tool::Srun, &v(&["srun", "--exp=NONE", "env"]));
+    fn abbreviations_follow_each_tool_s_own_options() {
+        // srun has no --export-file, so --exp is --export there; sbatch has both, so it is ambiguous.
+        for a in ["--exp=NONE", "--expo=NONE", "--expor=NONE"] {
+            let p = parse(Tool::Srun, &v(&["srun", a, "env"]));
+            assert_eq!(p.value("export"), Some("NONE"), "{a}");
+        }
+        let p = parse(Tool::Sbatch, &v(&["sbatch", "--exp=NONE", "job.sh"]));
         assert_eq!(p.value("export"), None);
+        assert!(p.uncertain);
+        // srun's --wa is --wait (sbatch's --wait-all-nodes does not exist in srun)
+        let p = parse(Tool::Srun, &v(&["srun", "--wa", "5", "true"]));
+        assert_eq!(p.value("wait"), Some("5"));
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Policy {
             None => "enroot_runtime_path=(from enroot_conf, else /run/enroot)".to_string(),
         });
         if !self.devices.is_empty() {
-            out.push(format!("devices={}", self.devices.join(",")));
+            out.push(format!("devices={} (device list)", self.devices.join(",")));
         }
         out.push(format!(
             "fabric={}",

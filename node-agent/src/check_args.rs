@@ -1,6 +1,8 @@
 //! `launchguard check-args`: tests a plugstack line without touching srun.
 
-use launchguard_core::policy::parse_args;
+use launchguard_core::policy::{parse_args, ArgProblem};
+use launchguard_core::{CheckKind, Mode, Policy};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Arguments of `launchguard check-args`.
@@ -15,26 +17,69 @@ pub struct Args {
     json: bool,
 }
 
-/// Splits the input into plugstack words and drops a leading `required|optional <path>`.
-fn plugstack_words(input: &[String]) -> Vec<String> {
+/// A whole plugstack line's head: `required|optional <path>`.
+#[derive(Debug, PartialEq, Eq)]
+struct Head {
+    required: bool,
+    path: String,
+}
+
+/// Splits the input into plugstack words and takes off a leading `required|optional <path>`.
+fn plugstack_words(input: &[String]) -> (Option<Head>, Vec<String>) {
     let mut words: Vec<String> = input
         .iter()
         .flat_map(|w| w.split_whitespace())
         .map(str::to_string)
         .collect();
-    if matches!(
-        words.first().map(String::as_str),
-        Some("required" | "optional")
-    ) {
-        words.drain(..words.len().min(2));
+    let kind = words.first().map(String::as_str);
+    if matches!(kind, Some("required" | "optional")) && words.len() >= 2 {
+        let required = kind == Some("required");
+        let path = words[1].clone();
+        words.drain(..2);
+        return (Some(Head { required, path }), words);
     }
-    words
+    (None, words)
+}
+
+/// Problems with the line's head that would hurt every srun (plugstack(5), spank-facts.md).
+fn head_problems(head: &Head, policy: &Policy) -> Vec<ArgProblem> {
+    let mut out = vec![];
+    let so = Path::new(&head.path);
+    if !so.is_file() {
+        out.push(ArgProblem {
+            arg: head.path.clone(),
+            problem: if head.required {
+                "no such file: a required plugstack line pointing to a missing .so fails every srun and sbatch and drains nodes".into()
+            } else {
+                "no such file: Slurm skips the plugin, so nothing is checked".into()
+            },
+        });
+    } else if so.file_name().is_some_and(|n| n != "spank_launchguard.so") {
+        out.push(ArgProblem {
+            arg: head.path.clone(),
+            problem: "not named spank_launchguard.so: check that this is launchguard's plugin"
+                .into(),
+        });
+    }
+    let enforcing = CheckKind::ALL
+        .into_iter()
+        .any(|c| policy.mode_for(c) == Mode::Enforce);
+    if !head.required && enforcing {
+        out.push(ArgProblem {
+            arg: "optional".into(),
+            problem: "Slurm ignores an optional plugin's errors, so enforce mode can only warn: use 'required'".into(),
+        });
+    }
+    out
 }
 
 /// Runs the subcommand: 0 when every argument is valid, 2 otherwise.
 pub fn run(a: &Args) -> ExitCode {
-    let words = plugstack_words(&a.words);
-    let (policy, problems) = parse_args(&words);
+    let (head, words) = plugstack_words(&a.words);
+    let (policy, mut problems) = parse_args(&words);
+    if let Some(h) = &head {
+        problems.extend(head_problems(h, &policy));
+    }
     if a.json {
         let doc = serde_json::json!({
             "valid": problems.is_empty(),
@@ -67,9 +112,40 @@ mod tests {
 
     #[test]
     fn whole_plugstack_lines_are_accepted() {
-        let w = plugstack_words(&["required /x/spank_launchguard.so mode=warn  a=b".to_string()]);
+        let (h, w) =
+            plugstack_words(&["required /x/spank_launchguard.so mode=warn  a=b".to_string()]);
         assert_eq!(w, vec!["mode=warn", "a=b"]);
-        let w = plugstack_words(&["mode=warn".to_string(), "cpus_per_task=off".to_string()]);
+        assert_eq!(
+            h,
+            Some(Head {
+                required: true,
+                path: "/x/spank_launchguard.so".into()
+            })
+        );
+        let (h, w) = plugstack_words(&["mode=warn".to_string(), "cpus_per_task=off".to_string()]);
         assert_eq!(w, vec!["mode=warn", "cpus_per_task=off"]);
+        assert_eq!(h, None);
+    }
+
+    #[test]
+    fn heads_that_break_srun_are_named() {
+        let (policy, _) = parse_args(&["mode=enforce"]);
+        let missing = Head {
+            required: true,
+            path: "/nonexistent/spank_launchguard.so".into(),
+        };
+        let p = head_problems(&missing, &policy);
+        assert!(p[0].problem.contains("fails every srun"), "{p:?}");
+        let optional = Head {
+            required: false,
+            path: "/bin/sh".into(),
+        };
+        let p = head_problems(&optional, &policy);
+        assert!(p
+            .iter()
+            .any(|x| x.problem.contains("not named spank_launchguard.so")));
+        assert!(p
+            .iter()
+            .any(|x| x.problem.contains("enforce mode can only warn")));
     }
 }

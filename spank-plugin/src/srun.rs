@@ -11,6 +11,12 @@ use launchguard_core::checks::{cpus_per_task, export, judge};
 use launchguard_core::policy::parse_args;
 use launchguard_core::{CheckKind, Mode};
 
+/// The line after the findings of a launch that enforce mode stops, so that Slurm's own error lines
+/// that follow (`init_post_opt() failed`, `Plugin stack post-option processing failed`) are not read
+/// as a crash.
+pub const STOPPED: &str =
+    "launchguard: this launch was stopped by the site's policy (enforce mode); fix what the line above says and run it again";
+
 /// Runs the srun-side checks; `false` stops the launch.
 pub fn init_post_opt(sp: &Spank) -> bool {
     let (policy, problems) = parse_args(sp.args());
@@ -41,8 +47,12 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     let m = SrunMarker {
         cpus,
         container: export::uses_container(&parsed, &env),
+        overlap: parsed.has("overlap"),
         reported: verdict.shown.iter().map(|f| f.id().to_string()).collect(),
     };
     ffi::set_srun_env(marker::VAR, &m.encode());
+    if verdict.reject {
+        ffi::log_user(STOPPED);
+    }
     !verdict.reject
 }

@@ -30,6 +30,10 @@ use launchguard_core::policy::FabricChoice;
 use launchguard_core::{CheckKind, Mode, Policy};
 use std::sync::OnceLock;
 
+/// The line after the findings of a launch that enforce mode stops, so that Slurm's own error lines
+/// that follow are not read as a crash.
+pub const STOPPED: &str = crate::srun::STOPPED;
+
 /// Step ids from here up are Slurm's special steps (batch, extern, interactive, pending…); their
 /// environment is the allocation's, not a launch's.
 const FIRST_SPECIAL_STEP: u64 = 0xffff_fff0;
@@ -80,7 +84,9 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let uid = sp.get_number(NumItem::Uid).unwrap_or(u64::MAX);
     let label = format!("job {job}.{step} uid {uid}");
     for p in &problems {
-        ffi::log_error(&format!("{p} ({label})"));
+        // slurm_info from slurmstepd reaches slurmd's log, not the user's terminal (srun already
+        // showed the same line there).
+        ffi::log_info(&format!("{p} ({label})"));
     }
     if policy.all_off() || step >= FIRST_SPECIAL_STEP {
         return None;
@@ -146,6 +152,9 @@ fn speak(
             ffi::log_info(&format!("{f} ({})", st.label));
             ffi::log_user(&f.to_string());
         }
+        if v.reject {
+            ffi::log_user(STOPPED);
+        }
     }
     !v.reject
 }
@@ -161,6 +170,7 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
             for f in &st.cpus.shown {
                 ffi::log_user(&f.to_string());
             }
+            ffi::log_user(STOPPED);
         }
         return false;
     }

@@ -242,7 +242,7 @@ fn sbatch_c2_then_plain_srun_follows_the_release() {
     assert_eq!(r.code, 0, "{r:#?}");
     let lines: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("launchguard:"))
+        .filter(|l| l.starts_with("launchguard: launch."))
         .collect();
     assert_eq!(lines, vec![trap_line().as_str()], "{out}");
     assert!(
@@ -254,7 +254,7 @@ fn sbatch_c2_then_plain_srun_follows_the_release() {
     let (_, out) = sbatch(As::User, "trap-enforce", &[], TRAP_SCRIPT);
     let lines: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("launchguard:"))
+        .filter(|l| l.starts_with("launchguard: launch."))
         .collect();
     assert_eq!(lines, vec![trap_line().as_str()], "{out}");
     assert!(!out.contains("step ran"), "{out}");
@@ -332,6 +332,50 @@ fn srun_cpus_per_task_variable_follows_the_release() {
 }
 
 #[test]
+fn steps_inside_salloc_keep_their_exemptions_and_the_trap_is_still_caught() {
+    // Inside salloc, srun inherits no GPU variables, so only slurmstepd sees the GPUs.
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=2");
+    let salloc = ["salloc", "-c2", "--gres=gpu:1"];
+    for inner in [
+        &["srun", "--overlap", "-n1", "echo", "1"][..],
+        &["srun", "--cpus-per-gpu=1", "-n1", "echo", "1"][..],
+        &["srun", "-c1", "-n1", "echo", "1"][..],
+        &["srun", "-c2", "-n1", "echo", "1"][..],
+    ] {
+        let argv: Vec<&str> = salloc.iter().chain(inner).copied().collect();
+        let r = run(As::User, &[], &argv);
+        assert_eq!((r.code, r.stdout.as_str()), (0, "1\n"), "{argv:?}: {r:#?}");
+        if inner[1] != "--overlap" {
+            assert!(r.findings().is_empty(), "{argv:?}: {r:#?}");
+        }
+    }
+    let argv: Vec<&str> = salloc
+        .iter()
+        .chain(&["srun", "echo", "1"])
+        .copied()
+        .collect();
+    let r = run(As::User, &[], &argv);
+    if reads_slurm_cpus() {
+        // 23.11+: srun reads SLURM_CPUS_PER_TASK=2 from salloc -c2
+        assert_eq!((r.code, r.stdout.as_str()), (0, "1\n"), "{r:#?}");
+        assert!(r.findings().is_empty(), "{r:#?}");
+    } else {
+        assert_eq!(r.code, 1, "{r:#?}");
+        assert_eq!(r.findings().len(), 1, "{r:#?}");
+        assert!(
+            r.findings()[0].starts_with(
+                "launchguard: launch.cpus_per_task: this GPU step (1 GPU on this node) runs with 1 CPU per task although SLURM_CPUS_PER_TASK=2: srun 22.05 does not read it"
+            ),
+            "{r:#?}"
+        );
+        assert!(r
+            .stderr
+            .contains("launchguard: this launch was stopped by the site's policy (enforce mode)"));
+    }
+}
+
+#[test]
 fn following_the_trap_advice_silences_it() {
     let _g = lock();
     plugstack("mode=enforce");
@@ -362,7 +406,7 @@ fn sbatch_export_none_warns_at_submission_and_inner_srun_is_caught() {
     );
     let lines: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("launchguard:"))
+        .filter(|l| l.starts_with("launchguard: launch."))
         .collect();
     assert_eq!(
         lines,

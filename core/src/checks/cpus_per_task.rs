@@ -130,24 +130,29 @@ pub fn srun_cpus_source(
     argv: &ParsedArgv,
     env: &(impl Env + ?Sized),
 ) -> CpusSource {
+    // The command line first (it overrides inherited variables), then the environment.
     if let Some(v) = argv.value("cpus-per-task") {
         return parse_count(v).map_or(CpusSource::Unusable, CpusSource::Option);
     }
-    let tres = argv.value("tres-per-task").map(str::to_string).or_else(|| {
-        release
-            .srun_reads_slurm_cpus_per_task()
-            .then(|| env.get("SLURM_TRES_PER_TASK"))
-            .flatten()
-    });
-    if let Some(n) = tres.as_deref().and_then(cpus_in_tres) {
+    if let Some(n) = argv.value("tres-per-task").and_then(cpus_in_tres) {
         return CpusSource::Tres(n);
     }
-    if argv.value("cpus-per-gpu").is_some() || env.get("SLURM_CPUS_PER_GPU").is_some() {
+    if argv.value("cpus-per-gpu").is_some() {
         return CpusSource::PerGpu;
     }
     let var = release.srun_cpus_env_var();
     if let Some(v) = env.get(var) {
         return parse_count(&v).map_or(CpusSource::Unusable, |n| CpusSource::Env(var, n));
+    }
+    if env.get("SLURM_CPUS_PER_GPU").is_some() {
+        return CpusSource::PerGpu;
+    }
+    let tres_env = release
+        .srun_reads_slurm_cpus_per_task()
+        .then(|| env.get("SLURM_TRES_PER_TASK"))
+        .flatten();
+    if let Some(n) = tres_env.as_deref().and_then(cpus_in_tres) {
+        return CpusSource::Tres(n);
     }
     CpusSource::Default
 }
@@ -235,16 +240,11 @@ pub fn check_srun(
     node: &NodeFacts,
     policy: &Policy,
 ) -> (Vec<Finding>, CpusMark) {
-    let gpu = srun_gpu_request(argv, env);
-    if policy.gpu_steps_only && !gpu.is_gpu() {
-        return (vec![], CpusMark::Unjudged);
-    }
+    // srun's verdict for slurmstepd does not depend on whether srun saw GPUs: inside `salloc`, srun
+    // inherits no GPU variables, yet the step gets the allocation's GPUs.
     if exempt(argv, env) {
         return (vec![], CpusMark::Exempt);
     }
-    let step = if gpu.is_gpu() { "GPU step" } else { "step" };
-    let gpt = gpus_per_task(argv, env).unwrap_or(1);
-    let min = min_cpus(policy, node).map(|m| m.per_task(gpt));
     let source = srun_cpus_source(release, argv, env);
     let (cpt, explicit) = match source {
         CpusSource::Option(n) | CpusSource::Env(_, n) | CpusSource::Tres(n) => (n, true),
@@ -253,6 +253,20 @@ pub fn check_srun(
         CpusSource::PerGpu => return (vec![], CpusMark::Exempt),
         CpusSource::Unusable => return (vec![], CpusMark::Unjudged),
     };
+    let gpu = srun_gpu_request(argv, env);
+    if policy.gpu_steps_only && !gpu.is_gpu() {
+        // An explicit CPU count is the user's choice: slurmstepd stays silent if the step gets it.
+        // Without one, slurmstepd judges the real step (it may get GPUs srun could not see).
+        let mark = if explicit {
+            CpusMark::Predicted(cpt)
+        } else {
+            CpusMark::Unjudged
+        };
+        return (vec![], mark);
+    }
+    let step = if gpu.is_gpu() { "GPU step" } else { "step" };
+    let gpt = gpus_per_task(argv, env).unwrap_or(1);
+    let min = min_cpus(policy, node).map(|m| m.per_task(gpt));
     let mut out = vec![];
     if !explicit {
         let inherited = env.get("SLURM_CPUS_PER_TASK").and_then(|v| parse_count(&v));
@@ -357,6 +371,7 @@ pub fn check_step(
             return vec![];
         }
     }
+    let overlap = marker.is_some_and(|m| m.overlap);
     let what_step = if step.gpus > 0 {
         format!(
             "GPU step ({} GPU{} on this node)",
@@ -394,7 +409,11 @@ pub fn check_step(
         };
         return vec![Finding {
             check: CheckKind::CpusPerTask,
-            severity: Severity::Error,
+            severity: if overlap {
+                Severity::Warning
+            } else {
+                Severity::Error
+            },
             what,
             why: WHY_ONE.into(),
             fix: fix_text(release, n, &basis, trap),
@@ -457,6 +476,8 @@ mod tests {
             (R2411, &["srun", g, "x"], &[("SLURM_TRES_PER_TASK", "cpu=24")], None, P(24)),
             // cpus-per-gpu is exempt (slurmstepd sees 1 by design); garbage is not judged
             (R2205, &["srun", g, "--cpus-per-gpu=24", "x"], &[], None, X),
+            // the command line beats inherited variables (inside salloc -c2 on 24.11)
+            (R2411, &["srun", "--cpus-per-gpu=1", "x"], &[("SLURM_CPUS_PER_TASK", "2"), ("SLURM_TRES_PER_TASK", "cpu=2")], None, X),
             (R2205, &["srun", g, "-c", "abc", "x"], &[], None, U),
             (R2205, &["srun", g, "x"], &[("SRUN_CPUS_PER_TASK", "-1")], None, U),
             (R2205, &["srun", g, "x"], &[("SRUN_CPUS_PER_TASK", "0")], None, U),
@@ -468,8 +489,12 @@ mod tests {
             // options launchguard does not know: never reject on absence, leave it to slurmstepd
             (R2205, &["srun", g, "--some-site-option", "x"], &[], None, U),
             (R2205, &["srun", g, "--prefer", "h100", "-c", "24", "x"], &[], None, P(24)),
-            // not a GPU step
+            // not a GPU step as far as srun sees (inside salloc srun inherits no GPU variables):
+            // an explicit count is passed on so that slurmstepd respects it
             (R2205, &["srun", "x"], &[], None, U),
+            (R2205, &["srun", "-c1", "x"], &[], None, P(1)),
+            (R2205, &["srun", "--overlap", "x"], &[], None, U),
+            (R2205, &["srun", "--cpus-per-gpu=1", "x"], &[], None, X),
             // inherited GPUs make it a GPU step
             (R2205, &["srun", "x"], &[("SLURM_JOB_GPUS", "0,1")], Some(Severity::Error), P(1)),
             // the command's own -c is not srun's
@@ -624,6 +649,16 @@ mod tests {
         let mut s = trap.clone();
         s.exempt = true;
         assert!(check_step(R2205, &s, None, &node, &p).is_empty());
+        // an --overlap step srun did not judge: a warning, never a rejection
+        let m = SrunMarker {
+            cpus: CpusMark::Unjudged,
+            overlap: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            check_step(R2205, &trap, Some(&m), &node, &p)[0].severity,
+            Severity::Warning
+        );
         // no GPUs, overcommit, garbage: silence
         let mut s = trap.clone();
         s.gpus = 0;

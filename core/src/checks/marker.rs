@@ -3,7 +3,7 @@
 //! srun's plugin sets `SLURM_LAUNCHGUARD_SRUN` in its own environment before the launch. srun copies
 //! `SLURM_*` variables into the step's environment even with `--export=NONE` or `--export=FOO=1`
 //! (srun(1), `--export`; verified by the integration tests), so slurmstepd's plugin reads it with
-//! `spank_getenv`. Value: `v1;cpt=<N|-|*>;ctr=<0|1>;reported=<finding id>+<finding id>…`.
+//! `spank_getenv`. Value: `v1;cpt=<N|-|*>;ctr=<0|1>;ovl=<0|1>;reported=<finding id>+<finding id>…`.
 //!
 //! slurmstepd's plugin stays silent about a check that srun already judged with the same facts, and
 //! speaks when the step's real values contradict srun's prediction.
@@ -33,6 +33,8 @@ pub struct SrunMarker {
     /// The launch uses a Pyxis container (`--container-image`/`--container-name`), whose image may
     /// set `PATH` after slurmstepd's checks run.
     pub container: bool,
+    /// An `--overlap` step (monitoring or debugging inside a running job): warn, never reject.
+    pub overlap: bool,
     /// Finding IDs already shown to the user by srun's plugin.
     pub reported: Vec<String>,
 }
@@ -46,8 +48,9 @@ impl SrunMarker {
             CpusMark::Exempt => "*".into(),
         };
         format!(
-            "v1;cpt={cpt};ctr={};reported={}",
+            "v1;cpt={cpt};ctr={};ovl={};reported={}",
             u8::from(self.container),
+            u8::from(self.overlap),
             self.reported.join("+")
         )
     }
@@ -66,6 +69,7 @@ impl SrunMarker {
                     m.cpus = v.parse().map_or(CpusMark::Unjudged, CpusMark::Predicted)
                 }
                 Some(("ctr", v)) => m.container = v == "1",
+                Some(("ovl", v)) => m.overlap = v == "1",
                 Some(("reported", v)) => {
                     m.reported = v
                         .split('+')
@@ -96,13 +100,14 @@ mod tests {
             let m = SrunMarker {
                 cpus,
                 container: true,
+                overlap: true,
                 reported: vec!["launch.export_all".into(), "launch.cpus_per_task".into()],
             };
             assert_eq!(SrunMarker::decode(&m.encode()), Some(m.clone()));
             assert!(m.reported("launch.export_all"));
         }
         let e = SrunMarker::default();
-        assert_eq!(e.encode(), "v1;cpt=-;ctr=0;reported=");
+        assert_eq!(e.encode(), "v1;cpt=-;ctr=0;ovl=0;reported=");
         assert_eq!(SrunMarker::decode(&e.encode()), Some(e));
     }
 
