@@ -109,6 +109,9 @@ pub struct Policy {
     pub fabric: FabricChoice,
     /// `nccl_rules=PATH`: the admin's extra NCCL rules.
     pub nccl_rules: String,
+    /// `timing=yes|no`: log each callback's duration in µs (srun's stderr, slurmd's log), for
+    /// `scripts/bench-launch.py --timing`.
+    pub timing: bool,
 }
 
 impl Default for Policy {
@@ -124,6 +127,7 @@ impl Default for Policy {
             devices: vec![],
             fabric: FabricChoice::Auto,
             nccl_rules: DEFAULT_NCCL_RULES.into(),
+            timing: false,
         }
     }
 }
@@ -221,6 +225,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "enroot_runtime_path",
     "fabric",
     "nccl_rules",
+    "timing",
 ];
 
 /// An absolute path without whitespace or control characters (plugstack splits on whitespace).
@@ -265,6 +270,13 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                 Some(b) => policy.gpu_steps_only = b,
                 None => problem(format!(
                     "'{}' is not yes|no; using the default gpu_steps_only=yes",
+                    crate::finding::clip(value, 40)
+                )),
+            },
+            "timing" => match parse_bool(value) {
+                Some(b) => policy.timing = b,
+                None => problem(format!(
+                    "'{}' is not yes|no; using the default timing=no",
                     crate::finding::clip(value, 40)
                 )),
             },

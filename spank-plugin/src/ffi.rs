@@ -315,11 +315,19 @@ fn guard(
     body: fn(&Spank) -> bool,
 ) -> c_int {
     let r = catch_unwind(AssertUnwindSafe(|| {
+        let start = std::time::Instant::now();
         let h = Spank {
             sp,
             args: decode_args(ac, av),
         };
-        body(&h)
+        let go_on = body(&h);
+        if h.args.iter().any(|a| a == "timing=yes") {
+            log_info(&format!(
+                "launchguard: timing: {name} {} us",
+                start.elapsed().as_micros()
+            ));
+        }
+        go_on
     }));
     match r {
         Ok(true) => 0,

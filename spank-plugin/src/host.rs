@@ -152,13 +152,18 @@ pub fn hostname() -> String {
 
 /// Gathers the host facts the `task_init` checks need. Problems in the admin's NCCL rules file are
 /// logged to slurmd's log once (`label` names the job and step).
-pub fn gather(policy: &Policy, label: &str) -> HostFacts {
+pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
     let sys = Path::new("/sys");
-    let node = hostname();
-    let g = gres_conf_text()
-        .map(|t| gres::for_node(&t, &node))
-        .unwrap_or_default();
-    let gpu_files = if g.gpu_files.is_empty() {
+    let hcas = rdma_devices(sys);
+    // gres.conf matters for the step's GPUs and for NICs handed out as GRES; skip it otherwise.
+    let g = if step_has_gpus || !hcas.is_empty() {
+        gres_conf_text()
+            .map(|t| gres::for_node(&t, &hostname()))
+            .unwrap_or_default()
+    } else {
+        Default::default()
+    };
+    let gpu_files = if g.gpu_files.is_empty() && step_has_gpus {
         nvidia_files()
     } else {
         g.gpu_files
@@ -177,7 +182,7 @@ pub fn gather(policy: &Policy, label: &str) -> HostFacts {
         gpu_files,
         gres_files: g.all_files,
         mig: g.multiple_files || Path::new("/dev/nvidia-caps").exists(),
-        hcas: rdma_devices(sys),
+        hcas,
         gdrdrv: Path::new("/dev/gdrdrv").exists(),
         interfaces: interfaces(sys),
         nccl_rules,
