@@ -6,24 +6,15 @@ use crate::ffi::{self, Spank};
 use crate::gather;
 use launchguard_core::argv::{self, ParsedArgv, Tool};
 use launchguard_core::checks::{export, judge};
-use launchguard_core::policy::parse_args;
-use std::io::Read;
-
-/// `O_NONBLOCK` on Linux (asm-generic/fcntl.h): no wait even if the path was swapped for a FIFO.
-const O_NONBLOCK: i32 = 0o4000;
 
 /// Most bytes of a batch script read for `#SBATCH` lines.
 const MAX_SCRIPT: u64 = 256 * 1024;
 
 /// Runs the submission-side checks; always lets the submission go on.
 pub fn init_post_opt(sp: &Spank) -> bool {
-    let (policy, problems) = parse_args(sp.args());
-    for p in &problems {
-        ffi::log_error(&p.to_string());
-    }
-    if policy.all_off() {
+    let Some(policy) = gather::client_policy(sp) else {
         return true;
-    }
+    };
     let argv = gather::own_argv();
     let Some(tool) = argv.first().and_then(|a| Tool::from_argv0(a)) else {
         return true;
@@ -49,21 +40,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
 /// readable regular file: a FIFO or `<(…)` is never opened (opening one could block sbatch, and
 /// reading it would eat the script).
 fn script_directives(path: &str) -> Option<ParsedArgv> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if !std::fs::metadata(path).ok()?.is_file() {
-        return None;
-    }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut raw = Vec::new();
-    f.take(MAX_SCRIPT).read_to_end(&mut raw).ok()?;
-    let text = String::from_utf8_lossy(&raw);
+    let text = gather::read_small(std::path::Path::new(path), MAX_SCRIPT)?;
     Some(argv::parse(Tool::Sbatch, &sbatch_words(&text)))
 }
 

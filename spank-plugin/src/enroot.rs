@@ -7,7 +7,7 @@
 //! O_DIRECTORY` and changed through that descriptor (`fchown`, `fchmod`), and a directory owned by a
 //! user is never adopted (it could hold their planted `user-<uid>` directories): it is reported.
 
-use crate::host::read_small;
+use crate::gather::read_small;
 use launchguard_core::checks::enroot::{self, DirState, Repair};
 use launchguard_core::{Finding, Policy};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};

@@ -5,8 +5,10 @@ use crate::ffi::{self, Spank, StrItem};
 use launchguard_core::argv::split_cmdline;
 use launchguard_core::checks::env::parse_count;
 use launchguard_core::checks::NodeFacts;
-use launchguard_core::SlurmRelease;
+use launchguard_core::policy::parse_args;
+use launchguard_core::{Policy, SlurmRelease};
 use std::io::Read;
+use std::path::Path;
 
 /// Most bytes of `/proc/self/cmdline` read (srun's argv; Linux caps a single argument at 128 KiB).
 const MAX_CMDLINE: u64 = 1 << 20;
@@ -34,19 +36,59 @@ pub fn release(sp: &Spank) -> SlurmRelease {
     .unwrap_or_else(|| SlurmRelease::from_version_number(ffi::BUILT_FOR))
 }
 
-/// GPU device files of this node: `/dev/nvidia0`, `/dev/nvidia1`, … (not `nvidiactl` & co.).
-pub fn node_gpu_files() -> u32 {
-    let Ok(rd) = std::fs::read_dir("/dev") else {
-        return 0;
-    };
-    rd.filter_map(Result::ok)
-        .filter(|e| {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            n.strip_prefix("nvidia")
-                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+/// This node's NVIDIA GPU device files, `/dev/nvidia0`, `/dev/nvidia1`, … sorted by number (not
+/// `nvidiactl` & co.).
+pub fn nvidia_files() -> Vec<String> {
+    let mut n: Vec<u32> = std::fs::read_dir("/dev")
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name();
+                    let d = name.to_string_lossy().strip_prefix("nvidia")?.to_string();
+                    (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                        .then(|| d.parse().ok())
+                        .flatten()
+                })
+                .collect()
         })
-        .count() as u32
+        .unwrap_or_default();
+    n.sort_unstable();
+    n.into_iter().map(|i| format!("/dev/nvidia{i}")).collect()
+}
+
+/// `O_NONBLOCK` on Linux (asm-generic/fcntl.h).
+const O_NONBLOCK: i32 = 0o4000;
+
+/// A regular file's text (lossily decoded), if it is one and at most `max` bytes are read. Never
+/// blocks on a FIFO or device: it is checked before opening, and opened with `O_NONBLOCK` in case the
+/// path was swapped in between.
+pub fn read_small(path: &Path, max: u64) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut raw = Vec::new();
+    f.take(max).read_to_end(&mut raw).ok()?;
+    Some(String::from_utf8_lossy(&raw).into_owned())
+}
+
+/// The policy for a client-side callback (srun, sbatch, salloc): parses the plugstack arguments and
+/// shows each problem on the user's terminal (`srun: error: launchguard: plugstack argument …`).
+/// `None` when every check is off.
+pub fn client_policy(sp: &Spank) -> Option<Policy> {
+    let (policy, problems) = parse_args(sp.args());
+    for p in &problems {
+        ffi::log_error(&p.to_string());
+    }
+    (!policy.all_off()).then_some(policy)
 }
 
 /// CPUs of this machine, from `/sys/devices/system/cpu/online` (not the affinity mask or cgroup of
@@ -66,7 +108,7 @@ pub fn srun_node_facts() -> NodeFacts {
             gpus: Some(g),
         },
         _ => {
-            let g = node_gpu_files();
+            let g = nvidia_files().len() as u32;
             NodeFacts {
                 cpus: node_cpus(),
                 gpus: (g > 0).then_some(g),

@@ -4,6 +4,7 @@
 //! interfaces and the NCCL rules.
 
 use crate::ffi;
+use crate::gather::read_small;
 use launchguard_core::checks::nccl_env::{self, Rule};
 use launchguard_core::{gres, Policy};
 use std::path::Path;
@@ -99,24 +100,6 @@ pub fn interfaces(sys: &Path) -> Vec<String> {
     v
 }
 
-/// `/dev/nvidiaN` files, sorted by N.
-fn nvidia_files() -> Vec<String> {
-    let mut n: Vec<u32> = std::fs::read_dir("/dev")
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .strip_prefix("nvidia")
-                        .and_then(|d| d.parse().ok())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    n.sort_unstable();
-    n.into_iter().map(|i| format!("/dev/nvidia{i}")).collect()
-}
-
 /// gres.conf beside slurm.conf (`SLURM_CONF`'s directory, else `/etc/slurm`): a regular file of at
 /// most 1 MiB.
 fn gres_conf_text() -> Option<String> {
@@ -125,22 +108,6 @@ fn gres_conf_text() -> Option<String> {
         .and_then(|c| Path::new(&c).parent().map(|p| p.to_path_buf()))
         .unwrap_or_else(|| "/etc/slurm".into());
     read_small(&dir.join("gres.conf"), 1 << 20)
-}
-
-/// A regular file's text, if it is one and no larger than `max` bytes (never a FIFO or a device).
-pub fn read_small(path: &Path, max: u64) -> Option<String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > max {
-        return None;
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(max)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
 }
 
 /// This machine's short host name (`/proc/sys/kernel/hostname`).
@@ -164,7 +131,7 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
         Default::default()
     };
     let gpu_files = if g.gpu_files.is_empty() && step_has_gpus {
-        nvidia_files()
+        crate::gather::nvidia_files()
     } else {
         g.gpu_files
     };

@@ -8,7 +8,6 @@ use crate::gather;
 use launchguard_core::argv::{self, Tool};
 use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
 use launchguard_core::checks::{cpus_per_task, export, judge};
-use launchguard_core::policy::parse_args;
 use launchguard_core::{CheckKind, Mode};
 
 /// The line after the findings of a launch that enforce mode stops, so that Slurm's own error lines
@@ -19,13 +18,9 @@ pub const STOPPED: &str =
 
 /// Runs the srun-side checks; `false` stops the launch.
 pub fn init_post_opt(sp: &Spank) -> bool {
-    let (policy, problems) = parse_args(sp.args());
-    for p in &problems {
-        ffi::log_error(&p.to_string());
-    }
-    if policy.all_off() {
+    let Some(policy) = gather::client_policy(sp) else {
         return true;
-    }
+    };
     let argv = gather::own_argv();
     let parsed = argv::parse(Tool::Srun, &argv);
     let env = |n: &str| std::env::var(n).ok();

@@ -106,7 +106,7 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
             overcommit: sp.getenv("SLURM_OVERCOMMIT").is_some_and(|v| v == "1"),
             exempt: sp
                 .getenv("SLURM_CPU_BIND")
-                .is_some_and(|v| v.split(',').any(|t| t.trim() == "none"))
+                .is_some_and(|v| cpus_per_task::cpu_bind_is_none(&v))
                 || sp.getenv("SLURM_PTY_PORT").is_some(),
         };
         // Node facts (a readdir of /dev) only shape advice and the auto floor: judge without them
@@ -332,7 +332,7 @@ fn step_devices(sp: &Spank, st: &StepState, h: &HostFacts) -> StepDevices {
 /// The node's CPUs per GPU for advice: this machine's CPUs and NVIDIA GPU files; without GPU files
 /// (containers, fake devices), the allocation on this node (`S_JOB_NCPUS`, `SLURM_GPUS_ON_NODE`).
 fn step_node_facts(sp: &Spank, step_gpus: u32) -> NodeFacts {
-    let files = gather::node_gpu_files();
+    let files = gather::nvidia_files().len() as u32;
     if files > 0 {
         return NodeFacts {
             cpus: gather::node_cpus(),

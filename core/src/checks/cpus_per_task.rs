@@ -175,8 +175,15 @@ fn exempt(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> bool {
         .value("cpu-bind")
         .map(str::to_string)
         .or_else(|| env.get("SLURM_CPU_BIND"))
-        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("none")));
+        .is_some_and(|v| cpu_bind_is_none(&v));
     unbound || argv.has("pty") || argv.has("interactive")
+}
+
+/// Whether a `--cpu-bind` / `SLURM_CPU_BIND` value leaves tasks unpinned (`none`, `quiet,none`).
+pub fn cpu_bind_is_none(value: &str) -> bool {
+    value
+        .split(',')
+        .any(|t| t.trim().eq_ignore_ascii_case("none"))
 }
 
 /// GPUs per task, when the options say: `--gpus-per-task=K` (or `SLURM_GPUS_PER_TASK`), or GPUs per
