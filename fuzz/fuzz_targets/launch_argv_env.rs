@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         let p = parse(tool, &argv);
         assert!(p.operands.len() < argv.len().max(1));
         for rel in [SlurmRelease::new(22, 5), SlurmRelease::new(24, 11)] {
-            let (f, _) = cpus_per_task::check_srun(rel, &p, &lookup, &node, &policy);
+            let (f, _) = cpus_per_task::check_srun(rel, &p, &lookup, || node, &policy);
             for f in f.iter().chain(export::check_srun(&p, &lookup).iter()) {
                 assert!(!f.to_string().contains('\n'));
             }

@@ -29,15 +29,8 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     let mut findings = vec![];
     let mut cpus = CpusMark::Unjudged;
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
-        // Node facts cost a readdir of /dev: only GPU steps (or every step with gpu_steps_only=no)
-        // use them.
-        let gpu = launchguard_core::checks::gpus::srun_gpu_request(&parsed, &env).is_gpu();
-        let node = if gpu || !policy.gpu_steps_only {
-            gather::srun_node_facts()
-        } else {
-            Default::default()
-        };
-        let (f, mark) = cpus_per_task::check_srun(release, &parsed, &env, &node, &policy);
+        let (f, mark) =
+            cpus_per_task::check_srun(release, &parsed, &env, gather::srun_node_facts, &policy);
         findings.extend(f);
         cpus = mark;
     }

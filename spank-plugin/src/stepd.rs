@@ -109,21 +109,13 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
                 .is_some_and(|v| cpus_per_task::cpu_bind_is_none(&v))
                 || sp.getenv("SLURM_PTY_PORT").is_some(),
         };
-        // Node facts (a readdir of /dev) only shape advice and the auto floor: judge without them
-        // first, and gather them only when there is something to say or a floor to compare with.
-        let judge_with = |node: &NodeFacts| {
-            cpus_per_task::check_step(release, &facts, marker.as_ref(), node, &policy)
-        };
-        let quick = judge_with(&NodeFacts::default());
-        let auto_floor = matches!(
-            policy.min_cpus_per_task,
-            launchguard_core::policy::MinCpus::Auto
-        ) && facts.cpus_per_task.is_some_and(|n| n > 1);
-        if quick.is_empty() && !auto_floor {
-            findings.extend(quick);
-        } else {
-            findings.extend(judge_with(&step_node_facts(sp, gpus)));
-        }
+        findings.extend(cpus_per_task::check_step(
+            release,
+            &facts,
+            marker.as_ref(),
+            || step_node_facts(sp, gpus),
+            &policy,
+        ));
     }
     let cpus = judge(findings, &policy);
     let needs_host = policy.mode_for(CheckKind::Devices) != Mode::Off

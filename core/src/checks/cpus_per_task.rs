@@ -107,6 +107,15 @@ pub fn min_cpus(policy: &Policy, node: &NodeFacts) -> Option<MinSource> {
     }
 }
 
+/// [`min_cpus`], asking for the node's facts only when `min_cpus_per_task=auto` needs them (gathering
+/// them costs a readdir of `/dev` in the plugin).
+fn resolve_min(policy: &Policy, node: impl FnOnce() -> NodeFacts) -> Option<MinSource> {
+    match policy.min_cpus_per_task {
+        MinCpus::Fixed(_) => min_cpus(policy, &NodeFacts::default()),
+        MinCpus::Auto => min_cpus(policy, &node()),
+    }
+}
+
 /// Where srun takes its CPUs per task from, as predicted before the launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CpusSource {
@@ -239,12 +248,12 @@ fn fix_text(release: SlurmRelease, n: Option<u32>, basis: &str, trap: bool) -> S
 /// Never rejects what it could not read: with options it does not know ([`ParsedArgv::uncertain`]) it
 /// leaves the judgement to slurmstepd, which sees `S_STEP_CPUS_PER_TASK`. `--overlap` steps (monitoring
 /// inside a running job) only get a warning; `--cpu-bind=none` helper steps and interactive shells
-/// none.
+/// none. `node` is called only when `min_cpus_per_task=auto` needs the node's CPUs and GPUs.
 pub fn check_srun(
     release: SlurmRelease,
     argv: &ParsedArgv,
     env: &(impl Env + ?Sized),
-    node: &NodeFacts,
+    node: impl FnOnce() -> NodeFacts,
     policy: &Policy,
 ) -> (Vec<Finding>, CpusMark) {
     // srun's verdict for slurmstepd does not depend on whether srun saw GPUs: inside `salloc`, srun
@@ -273,7 +282,7 @@ pub fn check_srun(
     }
     let step = if gpu.is_gpu() { "GPU step" } else { "step" };
     let gpt = gpus_per_task(argv, env).unwrap_or(1);
-    let min = min_cpus(policy, node).map(|m| m.per_task(gpt));
+    let min = resolve_min(policy, node).map(|m| m.per_task(gpt));
     let mut out = vec![];
     if !explicit {
         let inherited = env.get("SLURM_CPUS_PER_TASK").and_then(|v| parse_count(&v));
@@ -359,11 +368,12 @@ pub struct StepCpus {
 
 /// Judges a running step (slurmstepd, remote context) from `S_STEP_CPUS_PER_TASK`, the truth.
 /// Silent when srun's plugin predicted the same value (it judged with more context: the command line).
+/// `node` is called only when `min_cpus_per_task=auto` needs the node's CPUs and GPUs.
 pub fn check_step(
     release: SlurmRelease,
     step: &StepCpus,
     marker: Option<&SrunMarker>,
-    node: &NodeFacts,
+    node: impl FnOnce() -> NodeFacts,
     policy: &Policy,
 ) -> Vec<Finding> {
     let Some(cpt) = step.cpus_per_task.filter(|n| *n > 0) else {
@@ -388,7 +398,7 @@ pub fn check_step(
     } else {
         "step".to_string()
     };
-    let min = min_cpus(policy, node);
+    let min = resolve_min(policy, node);
     if cpt == 1 {
         let inherited = step
             .job_cpus_per_task
@@ -455,7 +465,7 @@ mod tests {
             cpus: Some(192),
             gpus: Some(8),
         };
-        check_srun(rel, &parse(Tool::Srun, &argv), env, &node, &p)
+        check_srun(rel, &parse(Tool::Srun, &argv), env, || node, &p)
     }
 
     #[test]
@@ -605,7 +615,7 @@ mod tests {
             R2205,
             &parse(Tool::Srun, &argv),
             &[][..],
-            &NodeFacts::default(),
+            NodeFacts::default,
             &Policy::default(),
         );
         assert!(
@@ -630,7 +640,7 @@ mod tests {
             overcommit: false,
             exempt: false,
         };
-        let f = check_step(R2205, &trap, None, &node, &p);
+        let f = check_step(R2205, &trap, None, || node, &p);
         assert_eq!(f.len(), 1);
         assert!(
             f[0].what.contains("although SLURM_CPUS_PER_TASK=2"),
@@ -644,18 +654,18 @@ mod tests {
             ..Default::default()
         };
         let m = mark(CpusMark::Predicted(1));
-        assert!(check_step(R2205, &trap, Some(&m), &node, &p).is_empty());
+        assert!(check_step(R2205, &trap, Some(&m), || node, &p).is_empty());
         // srun exempted it (--cpus-per-gpu, --cpu-bind=none): slurmstepd sees 1 by design
         let m = mark(CpusMark::Exempt);
-        assert!(check_step(R2205, &trap, Some(&m), &node, &p).is_empty());
+        assert!(check_step(R2205, &trap, Some(&m), || node, &p).is_empty());
         // srun predicted 2 but the step got 1, or srun did not judge: speak
         let m = mark(CpusMark::Predicted(2));
-        assert_eq!(check_step(R2205, &trap, Some(&m), &node, &p).len(), 1);
+        assert_eq!(check_step(R2205, &trap, Some(&m), || node, &p).len(), 1);
         let m = mark(CpusMark::Unjudged);
-        assert_eq!(check_step(R2205, &trap, Some(&m), &node, &p).len(), 1);
+        assert_eq!(check_step(R2205, &trap, Some(&m), || node, &p).len(), 1);
         let mut s = trap.clone();
         s.exempt = true;
-        assert!(check_step(R2205, &s, None, &node, &p).is_empty());
+        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
         // an --overlap step srun did not judge: a warning, never a rejection
         let m = SrunMarker {
             cpus: CpusMark::Unjudged,
@@ -663,21 +673,21 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            check_step(R2205, &trap, Some(&m), &node, &p)[0].severity,
+            check_step(R2205, &trap, Some(&m), || node, &p)[0].severity,
             Severity::Warning
         );
         // no GPUs, overcommit, garbage: silence
         let mut s = trap.clone();
         s.gpus = 0;
-        assert!(check_step(R2205, &s, None, &node, &p).is_empty());
+        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
         let mut s = trap.clone();
         s.overcommit = true;
-        assert!(check_step(R2205, &s, None, &node, &p).is_empty());
+        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
         let mut s = trap.clone();
         s.cpus_per_task = None;
-        assert!(check_step(R2205, &s, None, &node, &p).is_empty());
+        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
         // 24.11 never advises SRUN_CPUS_PER_TASK
-        let f = check_step(R2411, &trap, None, &node, &p);
+        let f = check_step(R2411, &trap, None, || node, &p);
         assert!(!f[0].to_string().contains("SRUN_CPUS_PER_TASK"), "{}", f[0]);
     }
 
