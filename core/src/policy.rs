@@ -266,27 +266,20 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                     crate::finding::clip(value, 40)
                 )),
             },
-            "gpu_steps_only" => match parse_bool(value) {
-                Some(b) => policy.gpu_steps_only = b,
-                None => problem(format!(
-                    "'{}' is not yes|no; using the default gpu_steps_only=yes",
-                    crate::finding::clip(value, 40)
-                )),
-            },
-            "timing" => match parse_bool(value) {
-                Some(b) => policy.timing = b,
-                None => problem(format!(
-                    "'{}' is not yes|no; using the default timing=no",
-                    crate::finding::clip(value, 40)
-                )),
-            },
-            "enroot_repair" => match parse_bool(value) {
-                Some(b) => policy.enroot_repair = b,
-                None => problem(format!(
-                    "'{}' is not yes|no; using the default enroot_repair=yes",
-                    crate::finding::clip(value, 40)
-                )),
-            },
+            "gpu_steps_only" | "timing" | "enroot_repair" => {
+                let (slot, default) = match key {
+                    "gpu_steps_only" => (&mut policy.gpu_steps_only, "yes"),
+                    "timing" => (&mut policy.timing, "no"),
+                    _ => (&mut policy.enroot_repair, "yes"),
+                };
+                match parse_bool(value) {
+                    Some(b) => *slot = b,
+                    None => problem(format!(
+                        "'{}' is not yes|no; using the default {key}={default}",
+                        crate::finding::clip(value, 40)
+                    )),
+                }
+            }
             "enroot_conf" | "enroot_runtime_path" | "nccl_rules" => {
                 if !valid_path(value) {
                     problem(format!(
