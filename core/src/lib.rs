@@ -11,8 +11,11 @@ pub mod checks;
 pub mod finding;
 pub mod gres;
 pub mod hostlist;
+pub mod node;
 pub mod policy;
+pub mod protocol;
 pub mod release;
+pub mod slurm_conf;
 
 pub use finding::{CheckKind, Finding};
 pub use policy::{Mode, Policy};

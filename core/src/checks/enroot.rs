@@ -67,7 +67,8 @@ impl DirState {
         matches!(self, DirState::Dir { mode, uid: 0 } if mode & 0o003 == 0o003)
     }
 
-    fn describe(self) -> String {
+    /// `is missing`, `is not a directory`, `has mode 0755 and owner uid 0`.
+    pub fn describe(self) -> String {
         match self {
             DirState::Missing => "is missing".into(),
             DirState::NotDir => "is not a directory".into(),

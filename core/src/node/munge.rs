@@ -1,0 +1,322 @@
+//! `node.munge.*`: the munge key and munged (seed 000, Step 1: "the key must be identical on every
+//! node, owned by munge, mode 0400"; troubleshooting: `Invalid credential`, `Munge decode failed`).
+
+use super::{quote, Outcome, Status};
+
+/// Check IDs and descriptions of this family.
+pub const CHECKS: &[(&str, &str)] = &[
+    ("node.munge.key_present", "/etc/munge/munge.key exists and is a regular file"),
+    ("node.munge.key_owner", "the munge key is owned by the munge user"),
+    ("node.munge.key_mode", "the munge key has mode 0400 (0600 is a warning)"),
+    ("node.munge.daemon", "munged is running (its pid file names a live process)"),
+    ("node.munge.roundtrip", "a credential encodes and decodes on this node (munge -n | unmunge)"),
+    ("node.munge.key_stale", "munged started after the key file last changed (it runs with the key on disk)"),
+    ("node.munge.key_digest", "the key's SHA-256 digest is published so nodes can be compared (never the key)"),
+    ("node.munge.shared_copy", "no copy of the key under the admin's shared paths (e.g. /fsx)"),
+];
+
+/// `stat` of the key file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyStat {
+    /// Owner uid.
+    pub uid: u32,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    /// A regular file (not a directory, link target checked by `stat`).
+    pub regular: bool,
+    /// Modification time, seconds since the epoch.
+    pub mtime: i64,
+}
+
+/// munged as seen from its pid file and `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Daemon {
+    /// A live munged; `started` in seconds since the epoch when known.
+    Running { pid: u32, started: Option<i64> },
+    /// Not running; says what was seen (`no pid file /run/munge/munged.pid`, `pid 42 is not alive`).
+    NotRunning(String),
+}
+
+/// A copy of the key found under a shared path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedCopy {
+    /// Where.
+    pub path: String,
+    /// Its permission bits.
+    pub mode: u32,
+}
+
+/// Everything the munge family judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MungeFacts {
+    /// The key's path.
+    pub key_path: String,
+    /// `Ok(None)`: absent; `Err`: could not stat (message).
+    pub key: Result<Option<KeyStat>, String>,
+    /// The `munge` user's uid, if such a user exists.
+    pub munge_uid: Option<u32>,
+    /// munged.
+    pub daemon: Daemon,
+    /// `munge -n | unmunge`: `None` when not tried (munged down), `Some(Err(stderr))` on failure.
+    pub roundtrip: Option<Result<(), String>>,
+    /// `sha256:<hex>` of the key's bytes, or `Err` when unreadable.
+    pub digest: Result<String, String>,
+    /// Copies of the key found under the admin's shared paths.
+    pub shared_copies: Vec<SharedCopy>,
+    /// The shared paths searched (for the message).
+    pub shared_paths: Vec<String>,
+}
+
+/// Judges the munge family: one outcome per ID of [`CHECKS`].
+pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
+    let key = quote(&f.key_path);
+    let mut out = vec![];
+    let stat = match &f.key {
+        Ok(Some(s)) if s.regular => {
+            out.push(Outcome::ok("node.munge.key_present"));
+            Some(s)
+        }
+        Ok(Some(_)) => {
+            out.push(Outcome::new(
+                "node.munge.key_present",
+                Status::Critical,
+                format!("{key} is not a regular file"),
+                "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
+                "copy the cluster's key into place: install -o munge -g munge -m 0400 <key> /etc/munge/munge.key; systemctl restart munge",
+            ));
+            None
+        }
+        Ok(None) => {
+            out.push(Outcome::new(
+                "node.munge.key_present",
+                Status::Critical,
+                format!("{key} does not exist"),
+                "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
+                "copy the same key as on the controller: install -o munge -g munge -m 0400 <key> /etc/munge/munge.key; systemctl restart munge",
+            ));
+            None
+        }
+        Err(e) => {
+            out.push(Outcome::unknown(
+                "node.munge.key_present",
+                format!("cannot stat {key}: {e}"),
+            ));
+            None
+        }
+    };
+    match (stat, f.munge_uid) {
+        (None, _) => out.push(Outcome::unknown("node.munge.key_owner", "no key to inspect")),
+        (Some(_), None) => out.push(Outcome::new(
+            "node.munge.key_owner",
+            Status::Critical,
+            "there is no 'munge' user on this node",
+            "munged runs as the munge user and must own its key",
+            "install the munge package (it creates the user), then chown munge:munge /etc/munge/munge.key",
+        )),
+        (Some(s), Some(uid)) if s.uid == uid => out.push(Outcome::ok("node.munge.key_owner")),
+        (Some(s), Some(_)) => out.push(Outcome::new(
+            "node.munge.key_owner",
+            Status::Critical,
+            format!("{key} is owned by uid {}, not munge", s.uid),
+            "munged refuses a key it does not own, so this node cannot authenticate to slurmctld",
+            format!("chown munge:munge {}; systemctl restart munge", f.key_path),
+        )),
+    }
+    match stat {
+        None => out.push(Outcome::unknown("node.munge.key_mode", "no key to inspect")),
+        Some(s) => {
+            let m = s.mode & 0o7777;
+            let fix = format!("chmod 0400 {}; systemctl restart munge", f.key_path);
+            out.push(if m == 0o400 {
+                Outcome::ok("node.munge.key_mode")
+            } else if m == 0o600 {
+                Outcome::new(
+                    "node.munge.key_mode",
+                    Status::Warning,
+                    format!("{key} has mode 0600, not 0400"),
+                    "the key only needs to be read; a writable key is one mistake away from a different key on this node",
+                    fix,
+                )
+            } else if m & 0o077 != 0 {
+                Outcome::new(
+                    "node.munge.key_mode",
+                    Status::Critical,
+                    format!("{key} has mode {m:04o}: group or others can access it"),
+                    "anyone who reads the key can forge credentials for any user on the whole cluster, and munged refuses such a key",
+                    fix,
+                )
+            } else {
+                Outcome::new(
+                    "node.munge.key_mode",
+                    Status::Critical,
+                    format!("{key} has mode {m:04o}, not 0400"),
+                    "munged must read its key",
+                    fix,
+                )
+            });
+        }
+    }
+    let running = match &f.daemon {
+        Daemon::Running { .. } => {
+            out.push(Outcome::ok("node.munge.daemon"));
+            true
+        }
+        Daemon::NotRunning(why) => {
+            out.push(Outcome::new(
+                "node.munge.daemon",
+                Status::Critical,
+                format!("munged is not running ({why})"),
+                "slurmd cannot authenticate anything: every job on this node fails",
+                "systemctl enable --now munge; journalctl -u munge explains a start failure",
+            ));
+            false
+        }
+    };
+    out.push(match &f.roundtrip {
+        Some(Ok(())) => Outcome::ok("node.munge.roundtrip"),
+        Some(Err(e)) => Outcome::new(
+            "node.munge.roundtrip",
+            Status::Critical,
+            format!("munge -n | unmunge fails: {}", crate::finding::clip(e.trim(), 160)),
+            "Slurm's credentials are munge credentials: if this node cannot decode its own, it cannot decode the controller's",
+            "check that munged runs with the cluster's key (systemctl restart munge) and that /run/munge is reachable",
+        ),
+        None if !running => Outcome::unknown("node.munge.roundtrip", "munged is not running"),
+        None => Outcome::unknown("node.munge.roundtrip", "the round trip was not tried"),
+    });
+    out.push(match (stat, &f.daemon) {
+        (Some(s), Daemon::Running { pid, started: Some(t) }) if s.mtime > *t => Outcome::new(
+            "node.munge.key_stale",
+            Status::Critical,
+            format!("{key} changed after munged (pid {pid}) started"),
+            "munged keeps the key it read at start: this node now disagrees with the nodes that use the file's key, and their credentials fail with 'Invalid credential'",
+            "systemctl restart munge (on every node whose key was replaced)",
+        ),
+        (Some(_), Daemon::Running { started: Some(_), .. }) => Outcome::ok("node.munge.key_stale"),
+        _ => Outcome::unknown("node.munge.key_stale", "needs both the key and a running munged"),
+    });
+    out.push(match &f.digest {
+        Ok(_) => Outcome::ok("node.munge.key_digest"),
+        Err(e) => Outcome::unknown("node.munge.key_digest", format!("cannot read {key}: {e}")),
+    });
+    out.push(match f.shared_copies.first() {
+        None => Outcome::ok("node.munge.shared_copy"),
+        Some(c) => {
+            let exposed = f.shared_copies.iter().any(|c| c.mode & 0o044 != 0);
+            let others = f.shared_copies.len() - 1;
+            Outcome::new(
+                "node.munge.shared_copy",
+                if exposed { Status::Critical } else { Status::Warning },
+                format!(
+                    "a copy of the munge key is at {} (mode {:04o}){}",
+                    quote(&c.path),
+                    c.mode & 0o7777,
+                    if others > 0 { format!(" and {others} more") } else { String::new() }
+                ),
+                if exposed {
+                    "users who can read it can forge credentials for any user, root included, on the whole cluster"
+                } else {
+                    "a key on a shared filesystem is one chmod away from every user"
+                },
+                format!("shred -u {} (distribute keys over a root-only channel)", c.path),
+            )
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good() -> MungeFacts {
+        MungeFacts {
+            key_path: "/etc/munge/munge.key".into(),
+            key: Ok(Some(KeyStat {
+                uid: 100,
+                mode: 0o400,
+                regular: true,
+                mtime: 1000,
+            })),
+            munge_uid: Some(100),
+            daemon: Daemon::Running {
+                pid: 7,
+                started: Some(2000),
+            },
+            roundtrip: Some(Ok(())),
+            digest: Ok("sha256:ab".into()),
+            shared_copies: vec![],
+            shared_paths: vec![],
+        }
+    }
+
+    fn status(f: &MungeFacts, id: &str) -> Status {
+        judge(f).into_iter().find(|o| o.id == id).unwrap().status
+    }
+
+    #[test]
+    fn healthy_node_is_all_ok_and_covers_every_id() {
+        let out = judge(&good());
+        assert_eq!(out.len(), CHECKS.len());
+        for (o, (id, _)) in out.iter().zip(CHECKS) {
+            assert_eq!(o.id, *id);
+            assert_eq!(o.status, Status::Ok, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn key_modes() {
+        for (mode, want) in [
+            (0o400, Status::Ok),
+            (0o600, Status::Warning),
+            (0o644, Status::Critical),
+            (0o440, Status::Critical),
+            (0o000, Status::Critical),
+        ] {
+            let mut f = good();
+            if let Ok(Some(k)) = &mut f.key {
+                k.mode = mode;
+            }
+            assert_eq!(status(&f, "node.munge.key_mode"), want, "{mode:o}");
+        }
+    }
+
+    #[test]
+    fn wrong_owner_missing_key_and_stale_daemon() {
+        let mut f = good();
+        if let Ok(Some(k)) = &mut f.key {
+            k.uid = 0;
+        }
+        assert_eq!(status(&f, "node.munge.key_owner"), Status::Critical);
+        let mut f = good();
+        f.key = Ok(None);
+        assert_eq!(status(&f, "node.munge.key_present"), Status::Critical);
+        assert_eq!(status(&f, "node.munge.key_mode"), Status::Unknown);
+        let mut f = good();
+        if let Ok(Some(k)) = &mut f.key {
+            k.mtime = 3000;
+        }
+        assert_eq!(status(&f, "node.munge.key_stale"), Status::Critical);
+    }
+
+    #[test]
+    fn daemon_down_makes_roundtrip_unknown_not_critical_twice() {
+        let mut f = good();
+        f.daemon = Daemon::NotRunning("no pid file".into());
+        f.roundtrip = None;
+        assert_eq!(status(&f, "node.munge.daemon"), Status::Critical);
+        assert_eq!(status(&f, "node.munge.roundtrip"), Status::Unknown);
+    }
+
+    #[test]
+    fn shared_copies_readable_by_others_are_critical() {
+        let mut f = good();
+        f.shared_copies = vec![SharedCopy {
+            path: "/fsx/munge.key".into(),
+            mode: 0o644,
+        }];
+        assert_eq!(status(&f, "node.munge.shared_copy"), Status::Critical);
+        f.shared_copies[0].mode = 0o400;
+        assert_eq!(status(&f, "node.munge.shared_copy"), Status::Warning);
+    }
+}

@@ -1,0 +1,126 @@
+//! `node.pmix.*`: the PMIx MPI plugin (seed 000, Step 6: multi-node PyTorch/NCCL jobs launched with
+//! `srun --mpi=pmix`). Slurm's `mpi_pmix*.so` loads `libpmix.so` at run time from the directory it was
+//! built with (Debian: `/usr/lib/x86_64-linux-gnu/pmix2/lib`), so `srun --mpi=list` offers pmix even
+//! when the library is missing, and every `srun --mpi=pmix` then fails with `pmi/pmix: can not load
+//! PMIx library`.
+
+use super::{quote, Outcome, Status};
+
+/// Check IDs and descriptions of this family.
+pub const CHECKS: &[(&str, &str)] = &[
+    ("node.pmix.offered", "an mpi/pmix plugin is installed (srun --mpi=list offers pmix)"),
+    ("node.pmix.loads", "the PMIx library the pmix plugin loads at run time is present"),
+];
+
+/// One installed `mpi_pmix*.so` and where its `libpmix.so` was looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PmixPlugin {
+    /// The plugin file.
+    pub path: String,
+    /// `Ok(path)` of the library found, or `Err(places searched)`.
+    pub lib: Result<String, Vec<String>>,
+}
+
+/// Everything the pmix family judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PmixFacts {
+    /// Slurm's PluginDir searched.
+    pub plugin_dir: String,
+    /// MPI plugin types installed (`pmix`, `pmix_v4`, `pmi2`, `none`…), as `srun --mpi=list` shows.
+    pub mpi_types: Vec<String>,
+    /// The pmix plugins.
+    pub plugins: Vec<PmixPlugin>,
+    /// `MpiDefault` from slurm.conf.
+    pub mpi_default: Option<String>,
+    /// The package that provides the library on this distribution (for the fix).
+    pub lib_package: &'static str,
+}
+
+/// Judges the pmix family: one outcome per ID of [`CHECKS`].
+pub fn judge(f: &PmixFacts) -> Vec<Outcome> {
+    let default_pmix = f
+        .mpi_default
+        .as_deref()
+        .is_some_and(|d| d.to_ascii_lowercase().starts_with("pmix"));
+    let severity = if default_pmix { Status::Critical } else { Status::Warning };
+    let why_default = if default_pmix {
+        "MpiDefault=pmix, so every srun on this node fails"
+    } else {
+        "every srun --mpi=pmix (the usual launch for multi-node NCCL and MPI jobs) fails"
+    };
+    let offered = f.mpi_types.iter().any(|t| t.starts_with("pmix"));
+    let mut out = vec![if offered {
+        Outcome::ok("node.pmix.offered")
+    } else {
+        Outcome::new(
+            "node.pmix.offered",
+            severity,
+            format!("no mpi/pmix plugin in {}", quote(&f.plugin_dir)),
+            why_default,
+            "install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm-pmi built --with-pmix)",
+        )
+    }];
+    let broken: Vec<&PmixPlugin> = f.plugins.iter().filter(|p| p.lib.is_err()).collect();
+    out.push(match broken.first() {
+        _ if !offered => Outcome::unknown("node.pmix.loads", "no pmix plugin to load"),
+        None => Outcome::ok("node.pmix.loads"),
+        Some(p) => {
+            let searched = match &p.lib {
+                Err(s) => s.join(", "),
+                Ok(_) => String::new(),
+            };
+            Outcome::new(
+                "node.pmix.loads",
+                severity,
+                format!(
+                    "{} is offered but libpmix.so is missing (looked in {})",
+                    quote(&p.path),
+                    crate::finding::clip(&searched, 120)
+                ),
+                format!("{why_default} with 'pmi/pmix: can not load PMIx library'"),
+                format!("install {} on every node", f.lib_package),
+            )
+        }
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(lib: Result<String, Vec<String>>, default: Option<&str>) -> PmixFacts {
+        PmixFacts {
+            plugin_dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm".into(),
+            mpi_types: vec!["pmix".into(), "pmix_v4".into(), "none".into()],
+            plugins: vec![PmixPlugin {
+                path: "/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix_v4.so".into(),
+                lib,
+            }],
+            mpi_default: default.map(String::from),
+            lib_package: "libpmix-dev",
+        }
+    }
+
+    #[test]
+    fn missing_library_is_detected_and_severity_follows_mpi_default() {
+        let missing = || Err(vec!["/usr/lib/x86_64-linux-gnu/pmix2/lib".to_string()]);
+        let out = judge(&facts(missing(), Some("none")));
+        assert_eq!(out[1].status, Status::Warning);
+        assert!(out[1].fix.contains("libpmix-dev"));
+        let out = judge(&facts(missing(), Some("pmix_v4")));
+        assert_eq!(out[1].status, Status::Critical);
+        let out = judge(&facts(Ok("/x/libpmix.so".into()), Some("pmix")));
+        assert!(out.iter().all(|o| o.status == Status::Ok));
+    }
+
+    #[test]
+    fn no_plugin_at_all() {
+        let mut f = facts(Ok(String::new()), None);
+        f.mpi_types = vec!["none".into()];
+        f.plugins.clear();
+        let out = judge(&f);
+        assert_eq!(out[0].status, Status::Warning);
+        assert_eq!(out[1].status, Status::Unknown);
+    }
+}
