@@ -24,11 +24,15 @@ enum Command {
         #[command(subcommand)]
         cmd: launchguard_nccl::cli::NcclCommand,
     },
+    /// Run the node checks on every node through Slurm and compare them across nodes; `sweep nccl`:
+    /// pairwise NCCL runs to find the bad node.
+    Sweep(launchguard_sweep::cli::SweepArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().cmd {
         Command::CheckArgs(a) => check_args::run(&a),
         Command::Nccl { cmd } => launchguard_nccl::cli::run(cmd),
+        Command::Sweep(a) => launchguard_sweep::cli::run(a),
     }
 }

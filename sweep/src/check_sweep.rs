@@ -1,0 +1,645 @@
+//! `launchguard sweep`: the node checks on every node of a partition or node list, through one
+//! `srun` step (one task per node), compared across nodes.
+//!
+//! Order of work, each under the sweep's one deadline (`--timeout`):
+//! 1. `sinfo` says which nodes Slurm will not run a step on (down, drained, not responding `*`, …):
+//!    those are reported with Slurm's state and reason and not asked;
+//! 2. one `srun -N<k> --ntasks-per-node=1 --label -w <nodes>` runs the check everywhere else (two
+//!    thirds of the time left); each task prints `@lg-node $SLURMD_NODENAME` and the check's JSON;
+//! 3. nodes that did not answer (srun aborts a step when one node refuses the launch, and the others'
+//!    output may be cut) are asked again one `srun -w <node>` each, in parallel, in the time left;
+//! 4. nodes still silent are reported with what Slurm said (srun's launch error for the node, its
+//!    state and reason from a fresh `sinfo`); the facts of the nodes that answered are compared.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::compare::{self, Divergence, RULES};
+use crate::finding::{self, Finding, Severity};
+use crate::report::{self, NodeReport, TaskOutput};
+use crate::slurm::{self, NodeState};
+
+/// What to sweep and how.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// Partition to sweep (`-p`), also passed to srun.
+    pub partition: Option<String>,
+    /// Node list (`lgn[1-3]`); with a partition, both must hold.
+    pub nodes: Option<String>,
+    /// Deadline for the whole sweep.
+    pub timeout: Duration,
+    /// Command each task runs (through `sh -c`), printing the check JSON.
+    pub check_command: String,
+    /// Extra srun arguments (`--reservation=maint`, `--account=…`).
+    pub srun_args: Vec<String>,
+    /// Most per-node retry sruns at once.
+    pub parallel: usize,
+}
+
+/// What one node came back with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum NodeResult {
+    /// The check ran and printed its report.
+    Report(NodeReport),
+    /// The node could not run the step.
+    Unreachable {
+        /// What Slurm said.
+        reason: String,
+    },
+    /// The step ran but printed no usable report.
+    Unreadable {
+        /// What it printed instead.
+        detail: String,
+    },
+}
+
+/// One node's line of the table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeOutcome {
+    /// Slurm node name.
+    pub node: String,
+    /// Slurm's state when the sweep looked (before or after asking).
+    pub slurm_state: Option<String>,
+    /// The result.
+    #[serde(flatten)]
+    pub result: NodeResult,
+    /// This node's findings.
+    pub findings: Vec<Finding>,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// Report format version.
+    pub schema: u32,
+    /// Nodes, in node-list order.
+    pub nodes: Vec<NodeOutcome>,
+    /// Cluster-wide values that differ.
+    pub divergences: Vec<Divergence>,
+    /// Cluster-wide findings (the node findings are under each node).
+    pub cluster_findings: Vec<Finding>,
+    /// Worst of every finding.
+    pub status: Severity,
+    /// Exit code (0 ok, 1 warning, 2 critical, 3 unknown).
+    pub exit_code: u8,
+    /// srun steps used (1 + per-node retries).
+    pub steps: usize,
+    /// Wall time, ms.
+    pub duration_ms: f64,
+}
+
+/// The shell wrapper each task runs: marker line, then the check.
+pub fn task_script(check_command: &str) -> String {
+    format!(
+        "echo \"{}$SLURMD_NODENAME\"; exec {check_command}",
+        report::NODE_MARKER
+    )
+}
+
+/// Quotes one word for `sh`.
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn srun_cmd(opts: &SweepOptions, nodes: &[String], job: &str, budget: Duration) -> Command {
+    let mut c = Command::new("srun");
+    let minutes = budget.as_secs().div_ceil(60).max(1) + 1;
+    let immediate = (budget.as_secs() / 2).clamp(1, 30);
+    c.arg(format!("-N{}", nodes.len()))
+        .arg(format!("-n{}", nodes.len()))
+        .args(["--ntasks-per-node=1", "--label", "--kill-on-bad-exit=0"])
+        .arg(format!("--immediate={immediate}"))
+        .arg(format!("--time={minutes}"))
+        .arg(format!("--job-name={job}"))
+        .arg(format!("--nodelist={}", nodes.join(",")));
+    if let Some(p) = &opts.partition {
+        c.arg(format!("--partition={p}"));
+    }
+    c.args(&opts.srun_args);
+    c.args(["sh", "-c", &task_script(&opts.check_command)]);
+    c
+}
+
+fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> Finding {
+    let drained = state.is_some_and(|s| s.state.contains("drain") && !s.state.ends_with('*'));
+    let lower = reason.to_ascii_lowercase();
+    let munge = ["zero bytes", "authentication", "credential", "munge"]
+        .iter()
+        .any(|w| lower.contains(w))
+        || state.is_some_and(|s| s.reason.to_ascii_lowercase().contains("not responding"))
+            && !lower.contains("connection failure")
+            && !lower.contains("connection refused");
+    let fix = if drained {
+        format!("it was taken out of service on purpose; once its reason is dealt with: scontrol update nodename={node} state=resume")
+    } else if munge {
+        format!("check that {node}'s /etc/munge/munge.key is the cluster's key (munge -n | ssh {node} unmunge must succeed) and that munged runs there, restart munged, then scontrol update nodename={node} state=resume")
+    } else {
+        format!("check slurmd on {node} (is it running, can slurmctld reach it on SlurmdPort, its log), then scontrol update nodename={node} state=resume")
+    };
+    Finding::new(
+        "cluster.node_unreachable",
+        if drained {
+            Severity::Warning
+        } else {
+            Severity::Critical
+        },
+        vec![node.to_string()],
+        &format!("node '{node}' could not run the check step: {reason}"),
+        "jobs scheduled there fail or wait, and its configuration could not be compared",
+        &fix,
+    )
+}
+
+fn node_findings(r: &NodeReport) -> Vec<Finding> {
+    let mut out: Vec<Finding> = r
+        .failures
+        .iter()
+        .map(|c| Finding {
+            id: c.id.clone(),
+            severity: c.status,
+            nodes: vec![r.node.clone()],
+            line: if c.message.is_empty() {
+                format!(
+                    "launchguard: {}: {} on {} (no message)",
+                    c.id,
+                    c.status.as_str(),
+                    r.node
+                )
+            } else {
+                c.message.clone()
+            },
+        })
+        .collect();
+    // A node whose overall status is worse than its failures say (e.g. the check could not run one
+    // of its checks and said so only in `status`) still counts.
+    if r.status > finding::worst(&out) {
+        out.push(Finding::new(
+            "cluster.node_status",
+            r.status,
+            vec![r.node.clone()],
+            &format!(
+                "node '{}' reports status {} without a failing check",
+                r.node,
+                r.status.as_str()
+            ),
+            "the node's own verdict is worse than its checks explain",
+            &format!("run launchguard check on {} and read its output", r.node),
+        ));
+    }
+    out
+}
+
+/// Runs the sweep.
+pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
+    let start = Instant::now();
+    let deadline = start + opts.timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let states = slurm::sinfo(
+        opts.partition.as_deref(),
+        opts.nodes.as_deref(),
+        left().min(Duration::from_secs(15)),
+    )?;
+    let scope: Vec<String> = match &opts.nodes {
+        Some(list) => slurm::expand(list)?,
+        None => states.iter().map(|s| s.node.clone()).collect(),
+    };
+    if scope.is_empty() {
+        return Err("no nodes to sweep (empty partition or node list)".into());
+    }
+    let state_of = |n: &str| states.iter().find(|s| s.node == n).cloned();
+    let mut results: BTreeMap<String, NodeResult> = BTreeMap::new();
+    let mut launch_err: BTreeMap<String, String> = BTreeMap::new();
+    let mut ask = Vec::new();
+    for n in &scope {
+        match state_of(n) {
+            None => {
+                results.insert(
+                    n.clone(),
+                    NodeResult::Unreachable {
+                        reason: match &opts.partition {
+                            Some(p) => format!("Slurm has no node '{n}' in partition {p}"),
+                            None => format!("Slurm has no node '{n}'"),
+                        },
+                    },
+                );
+            }
+            Some(s) if !s.usable() => {
+                results.insert(
+                    n.clone(),
+                    NodeResult::Unreachable {
+                        reason: s.describe(),
+                    },
+                );
+            }
+            Some(_) => ask.push(n.clone()),
+        }
+    }
+    let job = format!("lg-sweep-{}", std::process::id());
+    let mut steps = 0;
+    let mut any_timeout = false;
+    if !ask.is_empty() {
+        let budget = left() * 2 / 3;
+        steps += 1;
+        let o = slurm::run(&mut srun_cmd(opts, &ask, &job, budget), budget)?;
+        any_timeout |= o.timed_out;
+        absorb(&mut results, &o.stdout, &o.stderr);
+        for (n, why) in slurm::launch_errors(&o.stderr) {
+            launch_err.insert(n, why);
+        }
+    }
+    // Per-node retries for the silent ones, in parallel, in the time left.
+    let missing: Vec<String> = ask
+        .iter()
+        .filter(|n| !results.contains_key(*n))
+        .cloned()
+        .collect();
+    if !missing.is_empty() && left() > Duration::from_millis(500) {
+        let retry_deadline = Instant::now() + left().saturating_sub(Duration::from_millis(300));
+        let queue = Arc::new(Mutex::new(missing.clone()));
+        let done: Arc<Mutex<Vec<(String, slurm::Output)>>> = Arc::default();
+        let mut handles = Vec::new();
+        for _ in 0..opts.parallel.max(1).min(missing.len()) {
+            let (queue, done, opts, job) = (queue.clone(), done.clone(), opts.clone(), job.clone());
+            handles.push(thread::spawn(move || loop {
+                let Some(n) = queue.lock().map(|mut q| q.pop()).ok().flatten() else {
+                    break;
+                };
+                let b = retry_deadline.saturating_duration_since(Instant::now());
+                if b.is_zero() {
+                    break;
+                }
+                if let Ok(o) =
+                    slurm::run(&mut srun_cmd(&opts, std::slice::from_ref(&n), &job, b), b)
+                {
+                    if let Ok(mut d) = done.lock() {
+                        d.push((n, o));
+                    }
+                }
+            }));
+        }
+        for h in handles {
+            let _ = h.join();
+        }
+        steps += missing.len();
+        for (n, o) in done.lock().map(|d| d.clone()).unwrap_or_default() {
+            any_timeout |= o.timed_out;
+            absorb(&mut results, &o.stdout, &o.stderr);
+            if !results.contains_key(&n) {
+                let why = if o.timed_out {
+                    format!(
+                        "no answer within {:.0} s (srun killed)",
+                        o.elapsed.as_secs_f64()
+                    )
+                } else {
+                    slurm::launch_errors(&o.stderr)
+                        .into_iter()
+                        .find(|(x, _)| *x == n)
+                        .map(|(_, w)| w)
+                        .or_else(|| slurm::srun_error(&o.stderr))
+                        .unwrap_or_else(|| format!("srun exited {:?} with no output", o.code))
+                };
+                launch_err.entry(n).or_insert(why);
+            }
+        }
+    }
+    if any_timeout {
+        slurm::scancel_name(&job);
+    }
+    // Fresh states for the nodes that did not answer: Slurm may have noticed them by now.
+    let silent: Vec<String> = ask
+        .iter()
+        .filter(|n| !results.contains_key(*n))
+        .cloned()
+        .collect();
+    let fresh = if silent.is_empty() {
+        Vec::new()
+    } else {
+        slurm::sinfo(None, Some(&silent.join(",")), Duration::from_secs(10)).unwrap_or_default()
+    };
+    for n in &silent {
+        let st = fresh.iter().find(|s| s.node == *n);
+        let mut reason = launch_err
+            .get(n)
+            .cloned()
+            .unwrap_or_else(|| "the step ended without output from this node".into());
+        if let Some(s) = st {
+            reason = format!("{reason} ({})", s.describe());
+        }
+        results.insert(n.clone(), NodeResult::Unreachable { reason });
+    }
+    Ok(assemble(
+        &scope,
+        results,
+        |n| {
+            fresh
+                .iter()
+                .find(|s| s.node == n)
+                .cloned()
+                .or_else(|| state_of(n))
+        },
+        steps,
+        start.elapsed(),
+    ))
+}
+
+fn absorb(results: &mut BTreeMap<String, NodeResult>, stdout: &str, stderr: &str) {
+    for t in report::parse_step_output(stdout, stderr) {
+        match t {
+            TaskOutput::Report(r) => {
+                results.insert(r.node.clone(), NodeResult::Report(r));
+            }
+            TaskOutput::Unreadable { node, detail } => {
+                results
+                    .entry(node)
+                    .or_insert(NodeResult::Unreadable { detail });
+            }
+        }
+    }
+}
+
+/// Builds the report from per-node results (pure: the unit tests feed it canned results).
+pub fn assemble(
+    scope: &[String],
+    mut results: BTreeMap<String, NodeResult>,
+    state_of: impl Fn(&str) -> Option<NodeState>,
+    steps: usize,
+    elapsed: Duration,
+) -> SweepReport {
+    let mut nodes = Vec::new();
+    for n in scope {
+        let result = results.remove(n).unwrap_or(NodeResult::Unreachable {
+            reason: "not asked".into(),
+        });
+        let st = state_of(n);
+        let findings = match &result {
+            NodeResult::Report(r) => node_findings(r),
+            NodeResult::Unreachable { reason } => vec![unreachable_finding(n, reason, st.as_ref())],
+            NodeResult::Unreadable { detail } => vec![Finding::new(
+                "cluster.check_unreadable",
+                Severity::Unknown,
+                vec![n.clone()],
+                &format!("node '{n}' ran the step but gave no check report: {detail}"),
+                "its health and configuration are unknown",
+                &format!("install the same launchguard on {n} as on the other nodes (or pass --launchguard PATH) and run launchguard check --json there"),
+            )],
+        };
+        nodes.push(NodeOutcome {
+            node: n.clone(),
+            slurm_state: st.map(|s| s.state),
+            result,
+            findings,
+        });
+    }
+    let reports: Vec<NodeReport> = nodes
+        .iter()
+        .filter_map(|n| match &n.result {
+            NodeResult::Report(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    let divergences = compare::compare(&reports);
+    let cluster_findings = compare::findings(&divergences);
+    let status = finding::worst(
+        nodes
+            .iter()
+            .flat_map(|n| &n.findings)
+            .chain(&cluster_findings),
+    );
+    SweepReport {
+        schema: 1,
+        nodes,
+        divergences,
+        cluster_findings,
+        status,
+        exit_code: status.exit_code(),
+        steps,
+        duration_ms: elapsed.as_secs_f64() * 1000.0,
+    }
+}
+
+/// The readable report: one table of nodes and their findings, one of cluster-wide values.
+pub fn render(r: &SweepReport) -> String {
+    let mut s = String::new();
+    let answered = r
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.result, NodeResult::Report(_)))
+        .count();
+    s.push_str(&format!(
+        "launchguard sweep: {} nodes, {} answered, {} srun steps, {:.1} s: {}\n\n",
+        r.nodes.len(),
+        answered,
+        r.steps,
+        r.duration_ms / 1000.0,
+        r.status.as_str()
+    ));
+    let w = r
+        .nodes
+        .iter()
+        .map(|n| n.node.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    s.push_str(&format!("{:w$}  {:11}  FINDINGS\n", "NODE", "STATUS"));
+    for n in &r.nodes {
+        let status = match &n.result {
+            NodeResult::Report(_) => finding::worst(&n.findings).as_str(),
+            NodeResult::Unreachable { .. } => "unreachable",
+            NodeResult::Unreadable { .. } => "unreadable",
+        };
+        if n.findings.is_empty() {
+            s.push_str(&format!("{:w$}  {status:11}  -\n", n.node));
+        }
+        for (i, f) in n.findings.iter().enumerate() {
+            let (node, st) = if i == 0 {
+                (n.node.as_str(), status)
+            } else {
+                ("", "")
+            };
+            s.push_str(&format!("{node:w$}  {st:11}  {f}\n"));
+        }
+    }
+    s.push_str("\nmust be identical on every node:\n");
+    let fw = RULES.iter().map(|r| r.fact.len()).max().unwrap_or(4);
+    s.push_str(&format!(
+        "{:fw$}  {:32}  DIFFERS ON\n",
+        "VALUE", "EXPECTED (NODES)"
+    ));
+    for rule in RULES {
+        let d = r.divergences.iter().find(|d| d.fact == rule.fact);
+        let (expected, differs) = match d {
+            Some(d) => (
+                d.expected
+                    .as_ref()
+                    .map(|e| format!("{} ({})", compare::short(&e.value), e.nodes.len()))
+                    .unwrap_or_else(|| "no majority".into()),
+                d.differing
+                    .iter()
+                    .map(|h| format!("{} {}", h.nodes.join(","), compare::short(&h.value)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            None => {
+                let vals: Vec<&str> = r
+                    .nodes
+                    .iter()
+                    .filter_map(|n| match &n.result {
+                        NodeResult::Report(rep) => rep.facts.get(rule.fact).map(String::as_str),
+                        _ => None,
+                    })
+                    .collect();
+                match vals.first() {
+                    Some(v) => (
+                        format!("{} ({})", compare::short(v), vals.len()),
+                        "-".into(),
+                    ),
+                    None => ("not reported".into(), "-".into()),
+                }
+            }
+        };
+        s.push_str(&format!("{:fw$}  {expected:32}  {differs}\n", rule.fact));
+    }
+    if !r.cluster_findings.is_empty() {
+        s.push('\n');
+        for f in &r.cluster_findings {
+            s.push_str(&format!("{f}\n"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canned(node: &str, key: &str, extra: &str) -> String {
+        format!(
+            r#"{{"schema":1,"node":"{node}","launchguard_version":"0.1.0","status":"{st}","exit_code":0,"duration_ms":3.0,"checks":[{{"id":"node.hostname.resolves","status":"{st}","message":"{msg}","duration_ms":0.1}}],"facts":{{"munge_key_digest":"{key}","slurm_conf_digest":"sha256:5c","plugstack_digest":"sha256:77","enroot_conf_digest":"absent","nccl_env_digest":"absent","slurm_version":"22.05.8","launchguard_version":"0.1.0"}}}}"#,
+            st = if extra.is_empty() { "ok" } else { "critical" },
+            msg = extra
+        )
+    }
+
+    fn results(docs: &[(&str, String)]) -> BTreeMap<String, NodeResult> {
+        docs.iter()
+            .map(|(n, d)| {
+                (
+                    n.to_string(),
+                    NodeResult::Report(report::parse_report(n, d).unwrap()),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_cluster_is_ok_with_every_value_shown_once() {
+        let scope: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let r = assemble(
+            &scope,
+            results(&[
+                ("a", canned("a", "sha256:k1", "")),
+                ("b", canned("b", "sha256:k1", "")),
+                ("c", canned("c", "sha256:k1", "")),
+            ]),
+            |_| None,
+            1,
+            Duration::from_millis(500),
+        );
+        assert_eq!((r.status, r.exit_code), (Severity::Ok, 0));
+        let t = render(&r);
+        assert!(
+            t.contains("launchguard sweep: 3 nodes, 3 answered, 1 srun steps, 0.5 s: ok"),
+            "{t}"
+        );
+        assert!(t.contains("munge_key_digest     sha256:k1 (3)"), "{t}");
+    }
+
+    #[test]
+    fn one_odd_key_one_failing_node_and_one_unreachable_node_are_each_named() {
+        let scope: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let mut res = results(&[
+            ("a", canned("a", "sha256:k1", "")),
+            ("b", canned("b", "sha256:k2", "")),
+            (
+                "c",
+                canned(
+                    "c",
+                    "sha256:k1",
+                    "launchguard: node.hostname.resolves: 'c' resolves to 127.0.1.1; x; y",
+                ),
+            ),
+        ]);
+        res.insert(
+            "d".into(),
+            NodeResult::Unreachable {
+                reason: "Communication connection failure".into(),
+            },
+        );
+        let r = assemble(&scope, res, |_| None, 2, Duration::from_secs(1));
+        assert_eq!(r.exit_code, 2);
+        let ids: Vec<(&str, Vec<String>)> = r
+            .nodes
+            .iter()
+            .flat_map(|n| &n.findings)
+            .chain(&r.cluster_findings)
+            .map(|f| (f.id.as_str(), f.nodes.clone()))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("node.hostname.resolves", vec!["c".to_string()]),
+                ("cluster.node_unreachable", vec!["d".to_string()]),
+                ("cluster.munge_key_digest", vec!["b".to_string()]),
+            ]
+        );
+        let t = render(&r);
+        assert!(t.contains("a     ok           -\n"), "{t}");
+        assert!(t.contains("d     unreachable  launchguard: cluster.node_unreachable: node 'd' could not run the check step: Communication connection failure;"), "{t}");
+        assert!(
+            t.contains("munge_key_digest     sha256:k1 (2)                     b sha256:k2"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_drained_node_is_a_warning_and_a_munge_refusal_gets_the_munge_fix() {
+        let drained = NodeState {
+            node: "x".into(),
+            state: "drained".into(),
+            reason: "maint".into(),
+        };
+        let f = unreachable_finding("x", &drained.describe(), Some(&drained));
+        assert_eq!(f.severity, Severity::Warning);
+        let f = unreachable_finding("y", "Zero Bytes were transmitted or received", None);
+        assert_eq!(f.severity, Severity::Critical);
+        assert!(f.line.contains("munge.key"), "{}", f.line);
+        let f = unreachable_finding("z", "Communication connection failure", None);
+        assert!(f.line.contains("check slurmd on z"), "{}", f.line);
+    }
+
+    #[test]
+    fn the_task_script_marks_the_node_and_quotes_the_binary() {
+        assert_eq!(
+            sh_quote("/usr/local/bin/launchguard"),
+            "/usr/local/bin/launchguard"
+        );
+        assert_eq!(sh_quote("/opt/my dir/lg"), "'/opt/my dir/lg'");
+        assert_eq!(
+            task_script("/x/lg check --json"),
+            "echo \"@lg-node $SLURMD_NODENAME\"; exec /x/lg check --json"
+        );
+    }
+}

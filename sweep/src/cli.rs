@@ -1,0 +1,255 @@
+//! `launchguard sweep …`: argument definitions and entry point (wired into the `launchguard`
+//! binary; run by an admin on a login node, as root for the node checks).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use launchguard_nccl::outliers::OutlierOptions;
+use launchguard_nccl::table::Placement;
+use launchguard_nccl::units::parse_size;
+
+use crate::check_sweep::{self, SweepOptions};
+use crate::nccl_sweep::{self, NcclOptions};
+
+const EXIT_CODES: &str = "Exit codes (by the worst finding):\n  \
+0  every node answered, nothing differs\n  \
+1  warnings (a drained node, a differing launchguard/enroot/NCCL-env value, a suspect node)\n  \
+2  critical (an unreachable node, a differing munge key/slurm.conf/plugstack/Slurm version, a failing node check, a bad node)\n  \
+3  unknown (a node ran the step but gave no check report)";
+
+/// `launchguard sweep`: node checks on every node through Slurm, compared across nodes.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub cmd: Option<SweepCommand>,
+    #[command(flatten)]
+    pub check: CheckArgs,
+}
+
+/// Sweeps other than the node checks.
+#[derive(Debug, clap::Subcommand)]
+pub enum SweepCommand {
+    /// Pairwise NCCL runs through sbatch to find the bad node (seed 002): disjoint pairs, then
+    /// suspects re-paired with known-good nodes; judged by `launchguard nccl outliers`' analysis.
+    #[command(after_help = EXIT_CODES)]
+    Nccl(NcclArgs),
+}
+
+/// Options of the node-check sweep.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Partition to sweep (default: every node sinfo lists).
+    #[arg(short, long)]
+    pub partition: Option<String>,
+    /// Node list to sweep (`gpu-[001-128]`).
+    #[arg(short = 'w', long)]
+    pub nodes: Option<String>,
+    /// Deadline for the whole sweep, seconds; nodes that have not answered by then are reported.
+    #[arg(long, default_value = "60", value_name = "SECONDS")]
+    pub timeout: u64,
+    /// launchguard binary on the nodes (default: this binary's path).
+    #[arg(long, value_name = "PATH")]
+    pub launchguard: Option<PathBuf>,
+    /// Command each node runs instead of `<launchguard> check --json` (through sh -c).
+    #[arg(long, value_name = "CMD", conflicts_with = "launchguard")]
+    pub check_command: Option<String>,
+    /// Extra srun argument (repeatable), e.g. --srun-arg=--reservation=maint.
+    #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub srun_args: Vec<String>,
+    /// Most per-node retry steps at once.
+    #[arg(long, default_value = "16")]
+    pub parallel: usize,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options of the NCCL sweep.
+#[derive(Debug, clap::Args)]
+pub struct NcclArgs {
+    /// Partition to sweep.
+    #[arg(short, long)]
+    pub partition: Option<String>,
+    /// Node list to sweep.
+    #[arg(short = 'w', long)]
+    pub nodes: Option<String>,
+    /// Command each pair runs under srun, e.g. '/opt/nccl-tests/build/all_reduce_perf -b 8 -e 16G -f 2 -g 1'.
+    #[arg(long, value_name = "CMD")]
+    pub command: String,
+    /// Run the command in this image through Pyxis (srun --container-image).
+    #[arg(long, value_name = "IMAGE")]
+    pub container_image: Option<String>,
+    /// Extra srun argument inside each pair job (repeatable), e.g. --srun-arg=--mpi=pmix.
+    #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub srun_args: Vec<String>,
+    /// Extra sbatch argument (repeatable), e.g. --sbatch-arg=--account=ops.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// Tasks (ranks) per node.
+    #[arg(long, default_value = "1")]
+    pub ntasks_per_node: u32,
+    /// Most rounds (round 1 pairs everyone; later rounds re-pair suspects with good nodes).
+    #[arg(long, default_value = "3")]
+    pub rounds: usize,
+    /// Deadline per round, seconds (jobs still queued or running then are cancelled).
+    #[arg(long, default_value = "600", value_name = "SECONDS")]
+    pub round_timeout: u64,
+    /// Directory for the pair outputs (shared with the nodes).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Message size compared (bytes or 16G; default: the largest most runs measured).
+    #[arg(short, long, value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Allowed busbw deviation from the mean (5%, 5 or 0.05).
+    #[arg(short, long, default_value = "5%", value_parser = threshold_arg)]
+    pub threshold: f64,
+    /// Compare the in-place half.
+    #[arg(long)]
+    pub in_place: bool,
+    /// Only tables of this collective.
+    #[arg(long)]
+    pub collective: Option<String>,
+    /// Print JSON instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).ok_or_else(|| format!("'{s}' is not a size in bytes (e.g. 17179869184 or 16G)"))
+}
+
+fn threshold_arg(s: &str) -> Result<f64, String> {
+    let (num, pct) = match s.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (s, false),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a threshold (5%, 5 or 0.05)"))?;
+    let v = if pct || v >= 1.0 { v / 100.0 } else { v };
+    if v.is_finite() && v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("'{s}' is not a threshold between 0 and 100%"))
+    }
+}
+
+fn print_json<T: serde::Serialize>(v: &T) {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("launchguard: sweep: cannot write JSON: {e}"),
+    }
+}
+
+/// Entry point.
+pub fn run(args: SweepArgs) -> ExitCode {
+    match args.cmd {
+        Some(SweepCommand::Nccl(a)) => run_nccl(a),
+        None => run_check(args.check),
+    }
+}
+
+fn run_check(a: CheckArgs) -> ExitCode {
+    let command = match a.check_command {
+        Some(c) => c,
+        None => {
+            let bin = a
+                .launchguard
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_else(|| "launchguard".into());
+            format!(
+                "{} check --json",
+                check_sweep::sh_quote(&bin.display().to_string())
+            )
+        }
+    };
+    let opts = SweepOptions {
+        partition: a.partition,
+        nodes: a.nodes,
+        timeout: Duration::from_secs(a.timeout.max(1)),
+        check_command: command,
+        srun_args: a.srun_args,
+        parallel: a.parallel,
+    };
+    match check_sweep::sweep(&opts) {
+        Ok(r) => {
+            if a.json {
+                print_json(&r);
+            } else {
+                print!("{}", check_sweep::render(&r));
+            }
+            ExitCode::from(r.exit_code)
+        }
+        Err(e) => {
+            eprintln!("launchguard: sweep: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn run_nccl(a: NcclArgs) -> ExitCode {
+    let out = a.out.unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from(format!("lg-sweep-nccl-{t}"))
+    });
+    let out = std::path::absolute(&out).unwrap_or(out);
+    let opts = NcclOptions {
+        partition: a.partition,
+        nodes: a.nodes,
+        command: a.command,
+        container_image: a.container_image,
+        srun_args: a.srun_args,
+        sbatch_args: a.sbatch_args,
+        ntasks_per_node: a.ntasks_per_node.max(1),
+        rounds: a.rounds.max(1),
+        round_timeout: Duration::from_secs(a.round_timeout.max(1)),
+        out_dir: out,
+        outliers: OutlierOptions {
+            size: a.size,
+            placement: if a.in_place {
+                Placement::InPlace
+            } else {
+                Placement::OutOfPlace
+            },
+            threshold: a.threshold,
+            collective: a.collective,
+        },
+        progress: !a.quiet,
+    };
+    match nccl_sweep::sweep(&opts) {
+        Ok(r) => {
+            if a.json {
+                print_json(&r);
+            } else {
+                print!("{}", nccl_sweep::render(&r));
+            }
+            ExitCode::from(r.exit_code)
+        }
+        Err(e) => {
+            eprintln!("launchguard: sweep nccl: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_read_like_nccl_outliers() {
+        assert_eq!(threshold_arg("5%"), Ok(0.05));
+        assert_eq!(threshold_arg("5"), Ok(0.05));
+        assert_eq!(threshold_arg("0.10"), Ok(0.10));
+        assert!(threshold_arg("0").is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! Slurm commands under deadlines, node states from `sinfo`, node lists.
+//!
+//! Every command is spawned with its output drained by reader threads (a full pipe never blocks
+//! it) and polled until its deadline; past it, the process gets SIGTERM (srun then cancels its step),
+//! two seconds later SIGKILL. Commands that create jobs carry a job name so the sweep can `scancel`
+//! whatever a killed client left behind.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// What a command did.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    /// Exit code (`None`: killed by a signal, including our own after the deadline).
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// Whether the deadline passed and the command was killed.
+    pub timed_out: bool,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Runs `cmd` until `deadline`. Spawn failures come back as `Err` with the program named.
+pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
+    let start = Instant::now();
+    let name = format!("{:?}", cmd.get_program());
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {name}: {e}"))?;
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out_t = drain(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err_t = drain(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let mut timed_out = false;
+    let mut termed_at: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        let now = Instant::now();
+        if now.duration_since(start) >= timeout {
+            match termed_at {
+                None => {
+                    timed_out = true;
+                    termed_at = Some(now);
+                    let _ = Command::new("kill")
+                        .args(["-TERM", &child.id().to_string()])
+                        .stderr(Stdio::null())
+                        .status();
+                }
+                Some(t) if now.duration_since(t) >= Duration::from_secs(2) => {
+                    let _ = child.kill();
+                    break child.wait().ok();
+                }
+                Some(_) => {}
+            }
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // A grandchild holding the pipes open must not hold us either: bounded join.
+    let join = |t: thread::JoinHandle<String>| {
+        let until = Instant::now() + Duration::from_secs(2);
+        while !t.is_finished() && Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+        if t.is_finished() {
+            t.join().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    Ok(Output {
+        code: status.and_then(|s| s.code()),
+        stdout: join(out_t),
+        stderr: join(err_t),
+        timed_out,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// A node as `sinfo -N -h -o '%N|%T|%E'` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeState {
+    /// Node name.
+    pub node: String,
+    /// Long state (`idle`, `idle*`, `down*`, `drained`, `mixed`, …).
+    pub state: String,
+    /// Slurm's reason (`none` when unset).
+    pub reason: String,
+}
+
+impl NodeState {
+    /// Whether a step can be launched there now (Slurm believes it responds and it takes jobs).
+    /// `*` means not responding; `down`, `drain`, `fail`, `future`, `maint`, `unknown`, `power`
+    /// states take no new work.
+    pub fn usable(&self) -> bool {
+        let s = self.state.to_ascii_lowercase();
+        !s.ends_with('*')
+            && ![
+                "down", "drain", "fail", "future", "maint", "unknown", "power", "reboot", "inval",
+            ]
+            .iter()
+            .any(|w| s.contains(w))
+    }
+
+    /// `state, reason` for messages.
+    pub fn describe(&self) -> String {
+        if self.reason.is_empty() || self.reason == "none" {
+            format!("Slurm state {}", self.state)
+        } else {
+            format!("Slurm state {}, reason '{}'", self.state, self.reason)
+        }
+    }
+}
+
+/// Parses `sinfo -N -h -o '%N|%T|%E'` (one line per node and partition: duplicates collapsed).
+pub fn parse_sinfo(text: &str) -> Vec<NodeState> {
+    let mut out: Vec<NodeState> = Vec::new();
+    for line in text.lines() {
+        let mut it = line.splitn(3, '|');
+        let (Some(n), Some(s)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let n = n.trim();
+        if n.is_empty() || out.iter().any(|x| x.node == n) {
+            continue;
+        }
+        out.push(NodeState {
+            node: n.to_string(),
+            state: s.trim().to_string(),
+            reason: it.next().unwrap_or("").trim().to_string(),
+        });
+    }
+    out
+}
+
+/// Node states for a partition or a node list (or every node).
+pub fn sinfo(
+    partition: Option<&str>,
+    nodes: Option<&str>,
+    timeout: Duration,
+) -> Result<Vec<NodeState>, String> {
+    let mut c = Command::new("sinfo");
+    c.args(["-N", "-h", "-o", "%N|%T|%E"]);
+    if let Some(p) = partition {
+        c.args(["-p", p]);
+    }
+    if let Some(n) = nodes {
+        c.args(["-n", n]);
+    }
+    let o = run(&mut c, timeout)?;
+    if o.timed_out {
+        return Err(format!(
+            "sinfo did not answer within {} s",
+            timeout.as_secs()
+        ));
+    }
+    if o.code != Some(0) {
+        return Err(format!("sinfo failed: {}", o.stderr.trim()));
+    }
+    Ok(parse_sinfo(&o.stdout))
+}
+
+/// Expands a node list (`lgn[1-3],gpu-07`) with launchguard's hostlist reader.
+pub fn expand(list: &str) -> Result<Vec<String>, String> {
+    let v = launchguard_core::hostlist::expand(list)
+        .ok_or_else(|| format!("'{list}' is not a valid node list"))?;
+    let mut seen = Vec::with_capacity(v.len());
+    for n in v {
+        if !seen.contains(&n) {
+            seen.push(n);
+        }
+    }
+    Ok(seen)
+}
+
+/// Per-node launch errors from srun's stderr: `… failed on node lgn3: Communication connection
+/// failure` → (lgn3, "Communication connection failure").
+pub fn launch_errors(stderr: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in stderr.lines() {
+        if let Some(i) = line.find(" on node ") {
+            let rest = &line[i + " on node ".len()..];
+            if let Some((node, why)) = rest.split_once(':') {
+                out.push((node.trim().to_string(), why.trim().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The first `srun: error:` line's text (what Slurm said), else the last stderr line.
+pub fn srun_error(stderr: &str) -> Option<String> {
+    let errs: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split_once("error: ").map(|(_, e)| e.trim()))
+        .filter(|e| !e.is_empty())
+        .collect();
+    if !errs.is_empty() {
+        // The most specific line names the cause ("… failed on node X: why"), else the first one.
+        let best = errs
+            .iter()
+            .find(|e| e.contains(" on node "))
+            .unwrap_or(&errs[0]);
+        return Some(best.to_string());
+    }
+    stderr
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// Cancels jobs by name (what a killed srun/sbatch left behind).
+pub fn scancel_name(name: &str) {
+    let _ = run(
+        Command::new("scancel").args(["--name", name]),
+        Duration::from_secs(10),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sinfo_states_decide_usability() {
+        let s = parse_sinfo("lgn1|idle|none\nlgn2|down*|Not responding\nlgn3|drained|maintenance\nlgn4|idle*|none\nlgn5|mixed|none\nlgn1|idle|none\n");
+        let u: Vec<(&str, bool)> = s.iter().map(|n| (n.node.as_str(), n.usable())).collect();
+        assert_eq!(
+            u,
+            vec![
+                ("lgn1", true),
+                ("lgn2", false),
+                ("lgn3", false),
+                ("lgn4", false),
+                ("lgn5", true)
+            ]
+        );
+        assert_eq!(
+            s[1].describe(),
+            "Slurm state down*, reason 'Not responding'"
+        );
+    }
+
+    #[test]
+    fn launch_errors_name_the_node() {
+        let e = "srun: error: Task launch for StepId=4.0 failed on node lgn3: Communication connection failure\nsrun: error: Application launch failed: Communication connection failure\n";
+        assert_eq!(
+            launch_errors(e),
+            vec![(
+                "lgn3".to_string(),
+                "Communication connection failure".to_string()
+            )]
+        );
+        assert_eq!(
+            srun_error(e).unwrap(),
+            "Task launch for StepId=4.0 failed on node lgn3: Communication connection failure"
+        );
+    }
+
+    #[test]
+    fn deadlines_kill_a_hanging_command() {
+        let o = run(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap();
+        assert!(o.timed_out);
+        assert!(o.elapsed < Duration::from_secs(5), "{:?}", o.elapsed);
+    }
+
+    #[test]
+    fn node_lists_expand_without_duplicates() {
+        assert_eq!(
+            expand("lgn[1-3],lgn2").unwrap(),
+            vec!["lgn1", "lgn2", "lgn3"]
+        );
+        assert!(expand("lgn[1-").is_err());
+    }
+}
