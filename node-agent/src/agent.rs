@@ -1,0 +1,192 @@
+//! `launchguard agent`: the per-node daemon (systemd `Type=notify`, see
+//! `systemd/launchguard-agent.service`).
+//!
+//! Start: read the config (a bad file: a clear error naming the line, exit 2, nothing started), bind
+//! the socket, run every check once, write the textfile, then `READY=1`. After that: checks every
+//! `interval_secs`, on SIGHUP (which also re-reads the config's check settings; a bad file keeps the
+//! old one and logs why) and on a client's `check` request; `WATCHDOG=1` every half of
+//! `WATCHDOG_USEC` from the main loop (so a wedged loop gets restarted); SIGTERM/SIGINT stop it,
+//! removing the socket.
+
+use crate::config::Config;
+use crate::gather::Ctx;
+use crate::registry::{parse_status, NodeReport, Runner};
+use crate::server::{self, Shared};
+use launchguard_core::node::Status;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+use tracing_subscriber::filter::LevelFilter;
+
+/// `launchguard agent`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Config file (default /etc/launchguard/launchguard.toml; missing there = defaults).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Log to stderr even when journald is available.
+    #[arg(long)]
+    pub stderr: bool,
+    /// Log level: error, warn, info, debug.
+    #[arg(long, default_value = "info", value_name = "LEVEL")]
+    pub log_level: LevelFilter,
+    /// Override the socket path from the config.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+/// Logs every check whose status changed since the previous run (all non-OK ones on the first run).
+fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
+    for c in &rep.checks {
+        let before = prev.insert(c.id.clone(), c.status.clone());
+        if before.as_deref() == Some(c.status.as_str()) {
+            continue;
+        }
+        match parse_status(&c.status) {
+            Status::Ok if before.is_some() => {
+                tracing::info!(finding = c.id.as_str(), severity = "ok", "{} cleared", c.id)
+            }
+            Status::Ok => {}
+            Status::Warning | Status::Unknown => {
+                tracing::warn!(
+                    finding = c.id.as_str(),
+                    severity = c.status.as_str(),
+                    "{}",
+                    c.message
+                )
+            }
+            Status::Critical => tracing::error!(
+                finding = c.id.as_str(),
+                severity = "critical",
+                "{}",
+                c.message
+            ),
+        }
+    }
+}
+
+fn publish(sh: &Shared, rep: NodeReport, textfile: &std::path::Path) {
+    *sh.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Some(rep);
+    let text = crate::metrics::render(
+        sh.last_check
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref(),
+        &sh.counters,
+    );
+    if let Err(e) = crate::metrics::write_atomic(textfile, &text) {
+        tracing::warn!(
+            "cannot write the Prometheus textfile {}: {e}",
+            textfile.display()
+        );
+    }
+}
+
+/// Runs the agent until SIGTERM/SIGINT.
+pub fn run(a: &Args) -> ExitCode {
+    let cfg = match Config::load(a.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("launchguard agent: config: {e}; the agent does not start");
+            return ExitCode::from(2);
+        }
+    };
+    let sink = crate::logging::init(a.log_level, a.stderr);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("launchguard agent: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = rt.block_on(main_loop(cfg, a, sink));
+    rt.shutdown_background();
+    code
+}
+
+async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
+    let socket = a.socket.clone().unwrap_or_else(|| cfg.socket.clone());
+    let listener = match server::bind(&socket, cfg.reports.socket_mode) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}; the agent does not start");
+            eprintln!("launchguard agent: {e}; the agent does not start");
+            return ExitCode::from(2);
+        }
+    };
+    let mut runner = Arc::new(Runner::new(Ctx::new(cfg.clone())));
+    let sh = Shared::new(cfg.reports.clone(), runner.clone());
+    tokio::spawn(server::serve(listener, sh.clone()));
+    tracing::info!(socket = %socket.display(), logs = sink, "launchguard agent {} starting", env!("CARGO_PKG_VERSION"));
+
+    let mut prev = HashMap::new();
+    let rep = runner.run(&[]).await;
+    tracing::info!(
+        "first check run: {} in {:.1} ms",
+        rep.status,
+        rep.duration_ms
+    );
+    log_changes(&mut prev, &rep);
+    publish(&sh, rep, &cfg.textfile);
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+
+    let mut wd_usec = 0u64;
+    let watchdog = sd_notify::watchdog_enabled(false, &mut wd_usec) && wd_usec > 0;
+    let wd_period = Duration::from_micros((wd_usec / 2).max(100_000));
+    let mut wd = tokio::time::interval(if watchdog {
+        wd_period
+    } else {
+        Duration::from_secs(3600)
+    });
+    let period = Duration::from_secs(if cfg.interval_secs == 0 {
+        365 * 86400
+    } else {
+        cfg.interval_secs
+    });
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    let (Ok(mut hup), Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::hangup()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return ExitCode::FAILURE;
+    };
+    loop {
+        tokio::select! {
+            _ = wd.tick(), if watchdog => { let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]); }
+            _ = tick.tick() => {
+                let rep = runner.run(&[]).await;
+                log_changes(&mut prev, &rep);
+                publish(&sh, rep, &cfg.textfile);
+            }
+            _ = hup.recv() => {
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
+                match Config::load(a.config.as_deref()) {
+                    Ok(c) => {
+                        tracing::info!("configuration re-read (socket and report limits apply at the next start)");
+                        cfg = c;
+                        runner = Arc::new(Runner::new(Ctx::new(cfg.clone())));
+                    }
+                    Err(e) => tracing::error!("config: {e}; keeping the previous configuration"),
+                }
+                let rep = runner.run(&[]).await;
+                log_changes(&mut prev, &rep);
+                publish(&sh, rep, &cfg.textfile);
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+            }
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+    let _ = std::fs::remove_file(&socket);
+    tracing::info!("launchguard agent stopped");
+    ExitCode::SUCCESS
+}

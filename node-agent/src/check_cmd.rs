@@ -1,0 +1,147 @@
+//! `launchguard check` and `launchguard list-checks`: the node checks run once in this process.
+
+use crate::config::Config;
+use crate::gather::Ctx;
+use crate::registry::{parse_status, NodeReport, Runner};
+use launchguard_core::node::{all_checks, Status};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `launchguard check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Print one JSON object (schema 1: node, status, exit_code, checks[], facts{}) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Run only these checks: IDs or families, e.g. `--only node.munge --only node.hostname.link_local`.
+    #[arg(long, value_name = "ID")]
+    pub only: Vec<String>,
+    /// Show passing checks too (the table shows only problems by default).
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Config file.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+/// `launchguard list-checks`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Config file (to show which checks are disabled).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// JSON array of {id, family, enabled, description}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Loads the config or prints the error; `Err(exit code 3)` for monitoring's UNKNOWN.
+pub fn load_config(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
+    Config::load(path).map_err(|e| {
+        eprintln!("launchguard: config: {e}");
+        ExitCode::from(3)
+    })
+}
+
+/// Runs the checks once on a current-thread runtime.
+pub fn run_once(cfg: Config, only: &[String]) -> NodeReport {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime");
+    let runner = Runner::new(Ctx::new(cfg));
+    rt.block_on(runner.run(only))
+    // The runtime's drop does not wait for a hung blocking family (shutdown_background below).
+}
+
+/// Prints a report as a table: problems first (or every check with `verbose`), then a summary line.
+pub fn print_table(rep: &NodeReport, verbose: bool) {
+    for c in &rep.checks {
+        let st = parse_status(&c.status);
+        if st == Status::Ok && !verbose {
+            continue;
+        }
+        let msg = if c.message.is_empty() {
+            String::new()
+        } else {
+            format!("  {}", c.message)
+        };
+        println!("{:<8} {:<28}{msg}", c.status.to_uppercase(), c.id);
+    }
+    let count = |s: &str| rep.checks.iter().filter(|c| c.status == s).count();
+    println!(
+        "{}: {} — {} checks: {} ok, {} warning, {} critical, {} unknown ({:.1} ms)",
+        rep.node,
+        rep.status.to_uppercase(),
+        rep.checks.len(),
+        count("ok"),
+        count("warning"),
+        count("critical"),
+        count("unknown"),
+        rep.duration_ms
+    );
+}
+
+/// `launchguard check`: exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+pub fn check(a: &CheckArgs) -> ExitCode {
+    let cfg = match load_config(a.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let known = all_checks();
+    for o in &a.only {
+        let ok = known
+            .iter()
+            .any(|c| c.id == o || c.id.starts_with(&format!("{o}.")));
+        if !ok {
+            eprintln!(
+                "launchguard: --only {o}: no such check or family (see launchguard list-checks)"
+            );
+            return ExitCode::from(3);
+        }
+    }
+    let rep = run_once(cfg, &a.only);
+    if a.json {
+        println!("{}", serde_json::to_string(&rep).unwrap_or_default());
+    } else {
+        print_table(&rep, a.verbose);
+    }
+    ExitCode::from(rep.exit_code)
+}
+
+/// `launchguard list-checks`.
+pub fn list(a: &ListArgs) -> ExitCode {
+    let cfg = match load_config(a.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let all = all_checks();
+    if a.json {
+        let v: Vec<serde_json::Value> = all
+            .iter()
+            .map(|c| {
+                serde_json::json!({"id": c.id, "family": c.family, "enabled": !cfg.is_disabled(c.id), "description": c.describe})
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+        return ExitCode::SUCCESS;
+    }
+    for c in all {
+        let on = if cfg.is_disabled(c.id) {
+            "disabled"
+        } else {
+            "enabled"
+        };
+        println!("{:<30} {:<9} {}", c.id, on, c.describe);
+    }
+    for k in launchguard_core::CheckKind::ALL {
+        println!(
+            "{:<30} {:<9} {} (plugin, at srun; plugstack {}=)",
+            k.id(),
+            "plugin",
+            k.describe(),
+            k.key()
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,306 @@
+//! `/etc/launchguard/launchguard.toml`: the agent's and the CLI's configuration.
+//!
+//! Every key is optional; the defaults are safe on a stock Debian/RHEL Slurm node. Unknown keys are an
+//! error (a typo must not silently fall back to a default), reported with the file, line and column.
+//! The documented default file is `packaging/launchguard.toml`.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Where the config is read from when `--config` is not given.
+pub const DEFAULT_PATH: &str = "/etc/launchguard/launchguard.toml";
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Seconds between check runs in the agent (default 300; 0 = only at start and on demand).
+    pub interval_secs: u64,
+    /// Seconds a check family may run before it is reported UNKNOWN (default 10).
+    pub check_timeout_secs: u64,
+    /// Check IDs or families (`node.munge`, `node.munge.shared_copy`) not to run.
+    pub disabled: Vec<String>,
+    /// slurm.conf (default: `$SLURM_CONF`, else `/etc/slurm/slurm.conf`).
+    pub slurm_conf: Option<PathBuf>,
+    /// Slurm's PluginDir (default: slurm.conf's `PluginDir`, else the distribution's directory).
+    pub plugin_dir: Option<PathBuf>,
+    /// The agent's socket.
+    pub socket: PathBuf,
+    /// Prometheus textfile (written only when its directory exists; "" disables).
+    pub textfile: PathBuf,
+    /// munge.
+    pub munge: Munge,
+    /// enroot.
+    pub enroot: Enroot,
+    /// Node-wide environment files.
+    pub nccl_env: NcclEnv,
+    /// Plugin reports.
+    pub reports: Reports,
+    /// `launchguard health`.
+    pub health: Health,
+}
+
+/// `[munge]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Munge {
+    /// The key (default `/etc/munge/munge.key`).
+    pub key: PathBuf,
+    /// munged's socket (default `/run/munge/munge.socket.2`).
+    pub socket: PathBuf,
+    /// munged's pid file (default `/run/munge/munged.pid`).
+    pub pid_file: PathBuf,
+    /// Shared filesystems to search for stray copies of the key (default none), e.g. `["/fsx"]`.
+    pub shared_paths: Vec<PathBuf>,
+    /// How deep to search them (default 3 levels).
+    pub shared_depth: usize,
+}
+
+/// `[enroot]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Enroot {
+    /// enroot.conf (default `/etc/enroot/enroot.conf`).
+    pub conf: PathBuf,
+}
+
+/// `[nccl_env]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NcclEnv {
+    /// Files (a `*` in the last component is a glob) judged for NCCL_/FI_ variables.
+    pub files: Vec<String>,
+    /// The admin's extra NCCL rules (same file as the plugin's `nccl_rules=`).
+    pub rules: PathBuf,
+    /// `efa`, `ib` or `auto` (from /sys/class/infiniband).
+    pub fabric: String,
+}
+
+/// `[reports]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Reports {
+    /// Reports kept for `launchguard status` (default 1000).
+    pub history: usize,
+    /// Clients connected at once (default 256); more are refused and counted.
+    pub max_connections: usize,
+    /// Reports per second per non-root uid (default 200; bursts of twice that).
+    pub per_uid_rate: u32,
+    /// Seconds a client may stay connected without sending a line (default 5).
+    pub idle_timeout_secs: u64,
+    /// Socket mode (default 0o666: any user's srun may report; the agent attributes by SO_PEERCRED).
+    pub socket_mode: u32,
+}
+
+/// `[health]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Health {
+    /// Drain on CRITICAL (default true); false only prints.
+    pub drain: bool,
+    /// `scontrol` to run (default `scontrol` from PATH).
+    pub scontrol: PathBuf,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            interval_secs: 300,
+            check_timeout_secs: 10,
+            disabled: vec![],
+            slurm_conf: None,
+            plugin_dir: None,
+            socket: launchguard_core::protocol::DEFAULT_SOCKET.into(),
+            textfile: "/var/lib/prometheus/node-exporter/launchguard.prom".into(),
+            munge: Munge::default(),
+            enroot: Enroot::default(),
+            nccl_env: NcclEnv::default(),
+            reports: Reports::default(),
+            health: Health::default(),
+        }
+    }
+}
+
+impl Default for Munge {
+    fn default() -> Self {
+        Munge {
+            key: "/etc/munge/munge.key".into(),
+            socket: "/run/munge/munge.socket.2".into(),
+            pid_file: "/run/munge/munged.pid".into(),
+            shared_paths: vec![],
+            shared_depth: 3,
+        }
+    }
+}
+
+impl Default for Enroot {
+    fn default() -> Self {
+        Enroot {
+            conf: "/etc/enroot/enroot.conf".into(),
+        }
+    }
+}
+
+impl Default for NcclEnv {
+    fn default() -> Self {
+        NcclEnv {
+            files: vec![
+                "/etc/environment".into(),
+                "/etc/profile.d/*.sh".into(),
+                "/etc/enroot/environ.d/*.env".into(),
+            ],
+            rules: "/etc/launchguard/nccl-rules.conf".into(),
+            fabric: "auto".into(),
+        }
+    }
+}
+
+impl Default for Reports {
+    fn default() -> Self {
+        Reports {
+            history: 1000,
+            max_connections: 256,
+            per_uid_rate: 200,
+            idle_timeout_secs: 5,
+            socket_mode: 0o666,
+        }
+    }
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Health {
+            drain: true,
+            scontrol: "scontrol".into(),
+        }
+    }
+}
+
+/// A config file that could not be used.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// The file could not be read.
+    Read(PathBuf, std::io::Error),
+    /// TOML syntax, a wrong type or an unknown key; the message names line and column.
+    Parse(PathBuf, String),
+    /// A value out of range.
+    Invalid(PathBuf, String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Read(p, e) => write!(f, "cannot read {}: {e}", p.display()),
+            ConfigError::Parse(p, e) => write!(f, "{}: {}", p.display(), e.trim_end()),
+            ConfigError::Invalid(p, e) => write!(f, "{}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Parses a config text (`path` for messages).
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let c: Config =
+            toml::from_str(text).map_err(|e| ConfigError::Parse(path.into(), e.to_string()))?;
+        let bad = |m: &str| Err(ConfigError::Invalid(path.into(), m.into()));
+        if c.check_timeout_secs == 0 || c.check_timeout_secs > 55 {
+            return bad(
+                "check_timeout_secs must be 1..=55 (Slurm kills HealthCheckProgram at 60 s)",
+            );
+        }
+        if c.reports.history == 0 || c.reports.history > 100_000 {
+            return bad("reports.history must be 1..=100000");
+        }
+        if c.reports.max_connections == 0 || c.reports.max_connections > 65_536 {
+            return bad("reports.max_connections must be 1..=65536");
+        }
+        if c.reports.socket_mode > 0o777 {
+            return bad("reports.socket_mode must be a permission mode such as 0o666");
+        }
+        if !["auto", "efa", "ib"].contains(&c.nccl_env.fabric.as_str()) {
+            return bad("nccl_env.fabric must be auto, efa or ib");
+        }
+        Ok(c)
+    }
+
+    /// Loads `path`; a missing file at the default path gives the defaults, anywhere else an error.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let (p, explicit) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => (PathBuf::from(DEFAULT_PATH), false),
+        };
+        match std::fs::read_to_string(&p) {
+            Ok(t) => Config::parse(&t, &p),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+                Ok(Config::default())
+            }
+            Err(e) => Err(ConfigError::Read(p, e)),
+        }
+    }
+
+    /// slurm.conf's path: the config's, else `$SLURM_CONF`, else `/etc/slurm/slurm.conf`.
+    pub fn slurm_conf_path(&self) -> PathBuf {
+        self.slurm_conf
+            .clone()
+            .or_else(|| std::env::var_os("SLURM_CONF").map(PathBuf::from))
+            .unwrap_or_else(|| "/etc/slurm/slurm.conf".into())
+    }
+
+    /// Whether a check ID is disabled (by its ID or a prefix family such as `node.munge`).
+    pub fn is_disabled(&self, id: &str) -> bool {
+        self.disabled.iter().any(|d| {
+            id == d || (id.starts_with(d.as_str()) && id.as_bytes().get(d.len()) == Some(&b'.'))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = Config::parse("", Path::new("x")).unwrap();
+        assert_eq!(c.interval_secs, 300);
+        assert_eq!(c.munge.key, PathBuf::from("/etc/munge/munge.key"));
+    }
+
+    #[test]
+    fn the_shipped_default_file_parses() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../packaging/launchguard.toml"
+        ))
+        .unwrap();
+        Config::parse(&text, Path::new("launchguard.toml")).unwrap();
+    }
+
+    #[test]
+    fn unknown_key_and_bad_type_name_the_line() {
+        let e = Config::parse("interval_secs = 5\nintervl = 3\n", Path::new("/etc/l.toml"))
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("/etc/l.toml") && m.contains("line 2") && m.contains("intervl"),
+            "{m}"
+        );
+        let e = Config::parse("[munge]\nkey = 5\n", Path::new("f")).unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert!(Config::parse("check_timeout_secs = 0", Path::new("f")).is_err());
+    }
+
+    #[test]
+    fn disabled_matches_ids_and_families() {
+        let c = Config::parse(
+            "disabled = [\"node.munge\", \"node.enroot.storage\"]",
+            Path::new("f"),
+        )
+        .unwrap();
+        assert!(c.is_disabled("node.munge.key_mode"));
+        assert!(c.is_disabled("node.enroot.storage"));
+        assert!(!c.is_disabled("node.enroot.run_dir"));
+        assert!(!c.is_disabled("node.mungex.a"));
+    }
+}

@@ -1,0 +1,69 @@
+//! `launchguard generate-docs --out DIR` (hidden): man pages (`DIR/man/launchguard*.1`, one per
+//! subcommand, clap_mangen) and shell completions (`DIR/completions/`, clap_complete), generated from
+//! the CLI definition so they never drift from `--help`.
+
+use clap::CommandFactory;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `generate-docs`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Output directory (created).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+fn write_all(out: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = vec![];
+    let man = out.join("man");
+    let comp = out.join("completions");
+    std::fs::create_dir_all(&man)?;
+    std::fs::create_dir_all(&comp)?;
+    let mut cmd = crate::Cli::command();
+    cmd.build();
+    let mut pages = vec![(String::from("launchguard"), cmd.clone())];
+    for sub in cmd.get_subcommands() {
+        if sub.is_hide_set() || sub.get_name() == "help" {
+            continue;
+        }
+        let name = format!("launchguard-{}", sub.get_name());
+        let leaked: &'static str = Box::leak(name.clone().into_boxed_str());
+        pages.push((name, sub.clone().name(leaked)));
+    }
+    for (name, c) in pages {
+        let p = man.join(format!("{name}.1"));
+        let mut buf = vec![];
+        clap_mangen::Man::new(c).render(&mut buf)?;
+        std::fs::write(&p, buf)?;
+        written.push(p);
+    }
+    use clap_complete::Shell;
+    for (shell, file) in [
+        (Shell::Bash, "launchguard.bash"),
+        (Shell::Zsh, "_launchguard"),
+        (Shell::Fish, "launchguard.fish"),
+    ] {
+        let p = comp.join(file);
+        let mut f = std::fs::File::create(&p)?;
+        clap_complete::generate(shell, &mut cmd, "launchguard", &mut f);
+        written.push(p);
+    }
+    Ok(written)
+}
+
+/// Writes the files and lists them.
+pub fn run(a: &Args) -> ExitCode {
+    match write_all(&a.out) {
+        Ok(files) => {
+            for f in files {
+                println!("{}", f.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("launchguard: generate-docs: {}: {e}", a.out.display());
+            ExitCode::FAILURE
+        }
+    }
+}

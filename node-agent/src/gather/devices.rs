@@ -1,0 +1,58 @@
+//! Facts for `node.devices.*`: RDMA devices under `/sys/class/infiniband` with their verbs device
+//! nodes, and the GPU files gres.conf names.
+
+use super::Ctx;
+use launchguard_core::node::devices::DeviceFacts;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+
+/// `(device, driver)` for every RDMA device (`efa_0` → `efa`, `mlx5_0` → `mlx5_core`).
+pub fn hcas() -> Vec<(String, String)> {
+    let Ok(rd) = std::fs::read_dir("/sys/class/infiniband") else {
+        return vec![];
+    };
+    let mut v: Vec<(String, String)> = rd
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let driver = std::fs::read_link(e.path().join("device/driver"))
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            (name, driver)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn is_char(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+/// Gathers the devices family's facts.
+pub fn gather(ctx: &Ctx) -> DeviceFacts {
+    let mut uverbs = vec![];
+    for (hca, _) in hcas() {
+        let dir = Path::new("/sys/class/infiniband")
+            .join(&hca)
+            .join("device/infiniband_verbs");
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let dev = format!("/dev/infiniband/{n}");
+            uverbs.push((hca.clone(), dev.clone(), is_char(Path::new(&dev))));
+        }
+    }
+    let gpus = super::slurm_conf::gres_gpu_files(&ctx.slurm_dir(), &super::node_name())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| {
+            let ok = is_char(Path::new(&f));
+            (f, ok)
+        })
+        .collect();
+    DeviceFacts { uverbs, gpus }
+}

@@ -1,0 +1,119 @@
+//! Facts for `node.enroot.*`: enroot.conf, the runtime directory's state, tmpfiles.d entries, the
+//! filesystems under the cache and data paths (`statfs`), and whether the node has EFA.
+
+use super::util;
+use super::Ctx;
+use launchguard_core::checks::enroot::{shared_dir, DirState};
+use launchguard_core::node::enroot::{parse_conf, runtime_path, EnrootFacts, Fs};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// tmpfiles.d directories, as systemd-tmpfiles reads them.
+const TMPFILES_DIRS: &[&str] = &[
+    "/etc/tmpfiles.d",
+    "/run/tmpfiles.d",
+    "/usr/lib/tmpfiles.d",
+    "/lib/tmpfiles.d",
+];
+
+/// `statfs` magic numbers of network and cluster filesystems.
+const NETWORK_FS: &[(i64, &str)] = &[
+    (0x6969, "nfs"),
+    (0x0BD0_0BD0, "lustre"),
+    (0xFF53_4D42, "cifs"),
+    (0xFE53_4D42, "smb2"),
+    (0x4750_4653, "gpfs"),
+    (0x6573_5546, "fuse"),
+    (0x00C3_6400, "ceph"),
+    (0xA501_FCF5, "beegfs"),
+];
+
+/// `lstat` of a directory as [`DirState`].
+pub fn dir_state(p: &Path) -> DirState {
+    match p.symlink_metadata() {
+        Err(_) => DirState::Missing,
+        Ok(m) if !m.is_dir() => DirState::NotDir,
+        Ok(m) => DirState::Dir {
+            mode: m.mode() & 0o7777,
+            uid: m.uid(),
+        },
+    }
+}
+
+/// Whether the node has an EFA device.
+pub fn has_efa() -> bool {
+    super::devices::hcas().iter().any(|(_, d)| d == "efa")
+}
+
+fn tmpfiles_has(dir: &str) -> bool {
+    TMPFILES_DIRS.iter().any(|d| {
+        util::glob_last(&Path::new(d).join("*.conf"))
+            .iter()
+            .any(|f| {
+                util::read_text(f).is_ok_and(|t| {
+                    t.lines().any(|l| {
+                        let w: Vec<&str> = l.split_whitespace().collect();
+                        w.len() >= 3
+                            && matches!(w[0], "d" | "D")
+                            && w[1].trim_end_matches('/') == dir
+                            && w[2] == "1777"
+                    })
+                })
+            })
+    })
+}
+
+/// The filesystem of the deepest existing ancestor of `p` (expansions such as `user-$(id -u)` are cut
+/// off first).
+fn fs_of(p: &str) -> Fs {
+    let cut: String = p.split('$').next().unwrap_or(p).to_string();
+    let mut cur = PathBuf::from(&cut);
+    while !cur.exists() {
+        if !cur.pop() {
+            return Fs::Unknown(format!("no part of {p} exists"));
+        }
+    }
+    let root_dev = std::fs::metadata("/").map(|m| m.dev()).ok();
+    let dev = std::fs::metadata(&cur).map(|m| m.dev()).ok();
+    match nix::sys::statfs::statfs(&cur) {
+        Ok(s) => {
+            let magic = s.filesystem_type().0 as i64;
+            if let Some((_, name)) = NETWORK_FS.iter().find(|(m, _)| *m == magic) {
+                Fs::Network((*name).into())
+            } else if dev.is_some() && dev == root_dev {
+                Fs::Root
+            } else {
+                Fs::Local
+            }
+        }
+        Err(e) => Fs::Unknown(e.to_string()),
+    }
+}
+
+/// Gathers the enroot family's facts.
+pub fn gather(ctx: &Ctx) -> EnrootFacts {
+    let conf_path = ctx.cfg.enroot.conf.clone();
+    let conf = match util::read_optional(&conf_path) {
+        // No enroot.conf: enroot still runs with its defaults if installed.
+        Ok(None) if Path::new("/usr/bin/enroot").exists() => Ok(Some(String::new())),
+        other => other,
+    };
+    let pairs = match &conf {
+        Ok(Some(t)) => parse_conf(t).0,
+        _ => vec![],
+    };
+    let dir = shared_dir(&runtime_path(&pairs));
+    let storage = pairs
+        .iter()
+        .filter(|(k, _)| k == "ENROOT_CACHE_PATH" || k == "ENROOT_DATA_PATH")
+        .map(|(k, v)| (k.clone(), v.clone(), fs_of(v)))
+        .collect();
+    EnrootFacts {
+        conf_path: conf_path.display().to_string(),
+        conf,
+        run_dir: dir.as_ref().map(|d| (d.clone(), dir_state(Path::new(d)))),
+        tmpfiles: dir.as_deref().is_some_and(tmpfiles_has),
+        storage,
+        efa: has_efa(),
+    }
+}

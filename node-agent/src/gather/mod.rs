@@ -1,0 +1,61 @@
+//! Gathering: the I/O behind each node check family, one file per family (reads `/proc`, `/sys`,
+//! `/etc`, munged…). Each `gather` returns the family's facts for the pure evaluators in
+//! `launchguard_core::node`; nothing here judges. Facts that rarely change (hardware, the pmix
+//! plugin's library directory) are cached in [`Ctx`] and refreshed when their files change.
+
+pub mod devices;
+pub mod enroot;
+pub mod hostname;
+pub mod munge;
+pub mod nccl_env;
+pub mod plugstack;
+pub mod pmix;
+pub mod slurm_conf;
+pub mod util;
+
+use crate::config::Config;
+use launchguard_core::slurm_conf::SlurmConf;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// What every family may need: the config and the caches, shared by the check runs.
+pub struct Ctx {
+    /// The configuration.
+    pub cfg: Config,
+    /// The hardware (`slurmd -C`'s facts), read once.
+    pub hardware: std::sync::OnceLock<Result<launchguard_core::node::slurm_conf::Hardware, String>>,
+    /// pmix plugin scans, keyed by (path, mtime, size).
+    pub pmix_cache: Mutex<Vec<(PathBuf, i64, u64, Vec<String>)>>,
+}
+
+impl Ctx {
+    /// A context over a config.
+    pub fn new(cfg: Config) -> Ctx {
+        Ctx {
+            cfg,
+            hardware: std::sync::OnceLock::new(),
+            pmix_cache: Mutex::new(vec![]),
+        }
+    }
+
+    /// slurm.conf, parsed with its includes (`Err`: the main file unreadable).
+    pub fn slurm_conf(&self) -> (PathBuf, Result<SlurmConf, String>) {
+        let path = self.cfg.slurm_conf_path();
+        (path.clone(), slurm_conf::read(&path))
+    }
+
+    /// The directory of slurm.conf (gres.conf, plugstack.conf and includes live beside it).
+    pub fn slurm_dir(&self) -> PathBuf {
+        self.cfg
+            .slurm_conf_path()
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/etc/slurm".into())
+    }
+}
+
+/// This node's short hostname (what slurmd uses as its NodeName by default).
+pub fn node_name() -> String {
+    let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    h.trim().split('.').next().unwrap_or("").to_string()
+}

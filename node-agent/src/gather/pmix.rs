@@ -1,0 +1,159 @@
+//! Facts for `node.pmix.*`: the MPI plugins in PluginDir (what `srun --mpi=list` offers) and, for each
+//! `mpi_pmix*.so`, whether the `libpmix.so` it loads at run time exists. Slurm's pmix plugin first
+//! tries `<PMIx dir it was built with>/lib/libpmix.so`, then `libpmix.so` on the loader's path; the
+//! built-in directory is read from the plugin's strings once per plugin file (cached by mtime).
+
+use super::Ctx;
+use launchguard_core::node::pmix::{PmixFacts, PmixPlugin};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Where distributions put Slurm's plugins, tried in order when neither the config nor slurm.conf
+/// says.
+pub const PLUGIN_DIRS: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/slurm-wlm",
+    "/usr/lib/aarch64-linux-gnu/slurm-wlm",
+    "/usr/lib64/slurm",
+    "/usr/lib/slurm",
+    "/usr/local/lib/slurm",
+];
+
+/// Directories the dynamic loader searches for an unversioned `libpmix.so` besides ld.so.cache.
+const LIB_DIRS: &[&str] = &[
+    "/lib",
+    "/usr/lib",
+    "/lib64",
+    "/usr/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+];
+
+/// Slurm's plugin directories: the config's, slurm.conf's `PluginDir` (colon-separated), or the first
+/// distribution directory that exists.
+pub fn plugin_dirs(ctx: &Ctx) -> Vec<PathBuf> {
+    if let Some(d) = &ctx.cfg.plugin_dir {
+        return vec![d.clone()];
+    }
+    if let (_, Ok(c)) = ctx.slurm_conf() {
+        if let Some(d) = c.get("PluginDir") {
+            return d.split(':').map(PathBuf::from).collect();
+        }
+    }
+    PLUGIN_DIRS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_dir())
+        .into_iter()
+        .collect()
+}
+
+/// Absolute paths (`/…pmix…`) embedded in a plugin, candidates for the PMIx library directory.
+fn embedded_dirs(so: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(so) else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for s in bytes.split(|b| !(0x20..0x7f).contains(b)) {
+        if s.len() > 4
+            && s[0] == b'/'
+            && s.windows(4).any(|w| w == b"pmix")
+            && (s.ends_with(b"/lib") || s.ends_with(b"/lib64"))
+        {
+            let s = String::from_utf8_lossy(s).into_owned();
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+fn in_ld_cache(name: &[u8]) -> bool {
+    std::fs::read("/etc/ld.so.cache").is_ok_and(|c| {
+        c.windows(name.len() + 1)
+            .any(|w| &w[..name.len()] == name && w[name.len()] == 0)
+    })
+}
+
+/// Gathers the pmix family's facts.
+pub fn gather(ctx: &Ctx) -> PmixFacts {
+    let dirs = plugin_dirs(ctx);
+    let mut types = vec![];
+    let mut plugins = vec![];
+    for d in &dirs {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
+        let mut names: Vec<(String, PathBuf)> = rd
+            .flatten()
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                let t = n.strip_prefix("mpi_")?.strip_suffix(".so")?.to_string();
+                Some((t, e.path()))
+            })
+            .collect();
+        names.sort();
+        for (t, path) in names {
+            if t.starts_with("pmix") {
+                let lib = find_lib(ctx, &path);
+                plugins.push(PmixPlugin {
+                    path: path.display().to_string(),
+                    lib,
+                });
+            }
+            types.push(t);
+        }
+    }
+    let mpi_default = match ctx.slurm_conf() {
+        (_, Ok(c)) => c.get("MpiDefault").map(String::from),
+        _ => None,
+    };
+    PmixFacts {
+        plugin_dir: dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":"),
+        mpi_types: types,
+        plugins,
+        mpi_default,
+        lib_package: if Path::new("/etc/debian_version").exists() {
+            "libpmix-dev (it provides the libpmix.so the plugin loads)"
+        } else {
+            "pmix (and pmix-devel for the unversioned libpmix.so)"
+        },
+    }
+}
+
+fn find_lib(ctx: &Ctx, so: &Path) -> Result<String, Vec<String>> {
+    let md = std::fs::metadata(so).ok();
+    let key = md.as_ref().map(|m| (m.mtime(), m.size())).unwrap_or((0, 0));
+    let dirs = {
+        let mut cache = ctx.pmix_cache.lock().unwrap_or_else(|p| p.into_inner());
+        match cache.iter().find(|(p, t, s, _)| p == so && (*t, *s) == key) {
+            Some((_, _, _, d)) => d.clone(),
+            None => {
+                let d = embedded_dirs(so);
+                cache.retain(|(p, ..)| p != so);
+                cache.push((so.to_path_buf(), key.0, key.1, d.clone()));
+                d
+            }
+        }
+    };
+    let mut searched = vec![];
+    for d in dirs
+        .iter()
+        .map(String::as_str)
+        .chain(LIB_DIRS.iter().copied())
+    {
+        let cand = Path::new(d).join("libpmix.so");
+        if cand.exists() {
+            return Ok(cand.display().to_string());
+        }
+        searched.push(d.to_string());
+    }
+    if in_ld_cache(b"libpmix.so") {
+        return Ok("libpmix.so (ld.so.cache)".into());
+    }
+    searched.push("ld.so.cache".into());
+    Err(searched)
+}

@@ -1,0 +1,113 @@
+//! Facts for `node.slurm_conf.*`: slurm.conf with its includes, the hardware as `slurmd -C` reports it
+//! (from `/sys/devices/system/cpu` and `/proc/meminfo`, read once), and gres.conf's GPU files.
+
+use super::util;
+use super::Ctx;
+use launchguard_core::node::slurm_conf::{Hardware, SlurmConfFacts};
+use launchguard_core::slurm_conf::{self, SlurmConf};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Reads and parses slurm.conf at `path`, following `Include` lines (relative to its directory, globs
+/// in the last component).
+pub fn read(path: &Path) -> Result<SlurmConf, String> {
+    let text = util::read_text(path).map_err(|e| e.to_string())?;
+    let dir = path
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/".into());
+    let mut include = |target: &str| -> Result<Vec<(String, String)>, String> {
+        let p = if target.starts_with('/') {
+            PathBuf::from(target)
+        } else {
+            dir.join(target)
+        };
+        let files = util::glob_last(&p);
+        if files.is_empty() {
+            return Err("No such file or directory".into());
+        }
+        files
+            .into_iter()
+            .map(|f| {
+                util::read_text(&f)
+                    .map(|t| (f.display().to_string(), t))
+                    .map_err(|e| format!("{}: {e}", f.display()))
+            })
+            .collect()
+    };
+    Ok(slurm_conf::parse(
+        &text,
+        &path.display().to_string(),
+        &mut include,
+    ))
+}
+
+/// The node's hardware, as `slurmd -C` computes it.
+pub fn hardware() -> Result<Hardware, String> {
+    let base = Path::new("/sys/devices/system/cpu");
+    let online = util::read_text(&base.join("online")).map_err(|e| format!("cpu/online: {e}"))?;
+    let cpus = launchguard_core::checks::env::count_cpu_list(online.trim())
+        .ok_or_else(|| format!("cannot parse cpu/online '{}'", online.trim()))?;
+    let mut packages = BTreeSet::new();
+    let mut cores = BTreeSet::new();
+    for id in 0..cpus.max(1) * 4 {
+        let topo = base.join(format!("cpu{id}/topology"));
+        let Ok(p) = std::fs::read_to_string(topo.join("physical_package_id")) else {
+            continue;
+        };
+        let c = std::fs::read_to_string(topo.join("core_id")).unwrap_or_default();
+        packages.insert(p.trim().to_string());
+        cores.insert((p.trim().to_string(), c.trim().to_string()));
+    }
+    let sockets = packages.len().max(1) as u32;
+    let cores_total = cores.len().max(1) as u32;
+    let meminfo =
+        util::read_text(Path::new("/proc/meminfo")).map_err(|e| format!("/proc/meminfo: {e}"))?;
+    let kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or("no MemTotal in /proc/meminfo")?;
+    Ok(Hardware {
+        cpus,
+        boards: 1,
+        sockets,
+        cores_per_socket: cores_total / sockets,
+        threads_per_core: (cpus / cores_total).max(1),
+        real_memory_mib: kb / 1024,
+    })
+}
+
+/// GPU files gres.conf names for `node` (`None`: no gres.conf or `AutoDetect`).
+pub fn gres_gpu_files(dir: &Path, node: &str) -> Option<Vec<String>> {
+    let text = util::read_text(&dir.join("gres.conf")).ok()?;
+    if text.lines().any(|l| {
+        let l = l.split('#').next().unwrap_or("").to_ascii_lowercase();
+        l.contains("autodetect=") && !l.contains("autodetect=off")
+    }) {
+        return None;
+    }
+    let files = launchguard_core::gres::gpu_files(&text, node);
+    Some(files)
+}
+
+/// Gathers the slurm_conf family's facts.
+pub fn gather(ctx: &Ctx) -> SlurmConfFacts {
+    let (path, conf) = ctx.slurm_conf();
+    let node = super::node_name();
+    let gres = gres_gpu_files(&ctx.slurm_dir(), &node);
+    let missing = gres
+        .iter()
+        .flatten()
+        .filter(|f| !Path::new(f).exists())
+        .cloned()
+        .collect();
+    SlurmConfFacts {
+        path: path.display().to_string(),
+        conf,
+        node,
+        hw: ctx.hardware.get_or_init(hardware).clone(),
+        gres_gpu_files: gres,
+        missing_gpu_files: missing,
+    }
+}

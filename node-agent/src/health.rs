@@ -1,0 +1,263 @@
+//! `launchguard health`: Slurm's `HealthCheckProgram` (slurm.conf(5): slurmd runs it every
+//! `HealthCheckInterval` and kills it after 60 s). Runs the node checks once; on a CRITICAL finding it
+//! drains the node with `Reason="launchguard: <id>: <what>"`. Like NHC it never overwrites a reason it
+//! did not set (a reason not starting with `launchguard:`), and resumes only nodes it drained itself
+//! once no CRITICAL finding is left. UNKNOWN never drains. `--dry-run` prints what it would do.
+
+use crate::check_cmd::{load_config, run_once};
+use crate::gather::util;
+use crate::registry::{parse_status, NodeReport};
+use launchguard_core::node::Status;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+/// Prefix of every reason launchguard sets.
+pub const PREFIX: &str = "launchguard:";
+/// Longest reason set (Slurm shows reasons in one sinfo column; keep them readable).
+const MAX_REASON: usize = 200;
+
+/// `launchguard health`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print what would be done; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The node's name in Slurm (default: the short hostname, as slurmd uses).
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Config file.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<std::path::PathBuf>,
+}
+
+/// The node as slurmctld sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeState {
+    /// `State=` (e.g. `IDLE+DRAIN`).
+    pub state: String,
+    /// `Reason=` without the trailing `[user@time]`, if any.
+    pub reason: Option<String>,
+}
+
+impl NodeState {
+    fn drained(&self) -> bool {
+        self.state.contains("DRAIN") || self.state.starts_with("DOWN")
+    }
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Nothing to change.
+    None,
+    /// Drain (or update launchguard's own reason) with this reason.
+    Drain(String),
+    /// Resume: launchguard drained it and the finding cleared.
+    Resume,
+    /// Critical, but someone else's reason is on the node: leave it.
+    LeaveForeign(String),
+}
+
+/// Parses `scontrol show node NAME` output.
+pub fn parse_show_node(text: &str) -> Option<NodeState> {
+    let mut state = None;
+    let mut reason = None;
+    for l in text.lines() {
+        let l = l.trim_start();
+        if let Some(r) = l.strip_prefix("Reason=") {
+            let r = match r.rfind(" [") {
+                Some(i) if r.ends_with(']') => &r[..i],
+                _ => r,
+            };
+            reason = Some(r.to_string());
+            continue;
+        }
+        for w in l.split_whitespace() {
+            if let Some(s) = w.strip_prefix("State=") {
+                state = Some(s.to_string());
+            }
+        }
+    }
+    Some(NodeState {
+        state: state?,
+        reason,
+    })
+}
+
+/// The reason for a report's CRITICAL checks (`None` when there are none).
+pub fn reason(rep: &NodeReport) -> Option<String> {
+    let crit: Vec<_> = rep
+        .checks
+        .iter()
+        .filter(|c| parse_status(&c.status) == Status::Critical)
+        .collect();
+    let first = crit.first()?;
+    // "launchguard: <id>: <what>" (the message's first part), plus how many more.
+    let what = first.message.split("; ").next().unwrap_or(&first.message);
+    let mut r = what.to_string();
+    if crit.len() > 1 {
+        r.push_str(&format!(" (+{} more)", crit.len() - 1));
+    }
+    if r.chars().count() > MAX_REASON {
+        r = r.chars().take(MAX_REASON - 1).collect::<String>() + "…";
+    }
+    Some(r)
+}
+
+/// Decides what to do from the node's state and the checks.
+pub fn decide(node: &NodeState, want: Option<&str>) -> Action {
+    let ours = node
+        .reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with(PREFIX));
+    match want {
+        Some(r) if node.drained() && ours && node.reason.as_deref() == Some(r) => Action::None,
+        Some(_) if node.drained() && !ours && node.reason.is_some() => {
+            Action::LeaveForeign(node.reason.clone().unwrap_or_default())
+        }
+        Some(r) if node.drained() && !ours => {
+            Action::LeaveForeign(format!("node is {} ({r})", node.state))
+        }
+        Some(r) => Action::Drain(r.to_string()),
+        None if node.drained() && ours => Action::Resume,
+        None => Action::None,
+    }
+}
+
+fn scontrol(cfg: &crate::config::Config, args: &[&str]) -> Result<String, String> {
+    let mut c = Command::new(&cfg.health.scontrol);
+    c.args(args);
+    let out = util::run(c, None, Duration::from_secs(20))?;
+    if out.ok {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "scontrol {}: {}",
+            args.join(" "),
+            out.stderr.trim()
+        ))
+    }
+}
+
+/// Runs the health check: exit code is the checks' (0–3); 3 also when Slurm cannot be asked.
+pub fn run(a: &Args) -> ExitCode {
+    let cfg = match load_config(a.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let node = a.node.clone().unwrap_or_else(crate::gather::node_name);
+    let rep = run_once(cfg.clone(), &[]);
+    let want = reason(&rep);
+    let state = match scontrol(&cfg, &["show", "node", &node]).map(|t| parse_show_node(&t)) {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            eprintln!("launchguard: health: scontrol show node {node} gave no State");
+            return ExitCode::from(3);
+        }
+        Err(e) => {
+            eprintln!("launchguard: health: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let action = decide(&state, want.as_deref());
+    let drain = cfg.health.drain && !a.dry_run;
+    let verb = if drain { "" } else { "would " };
+    let result = match &action {
+        Action::None => {
+            println!(
+                "launchguard: health: {node}: {} ({}), nothing to change",
+                rep.status.to_uppercase(),
+                state.state
+            );
+            Ok(())
+        }
+        Action::LeaveForeign(r) => {
+            println!("launchguard: health: {node}: CRITICAL but already drained by someone else (Reason={r}); left alone");
+            Ok(())
+        }
+        Action::Drain(r) => {
+            println!("launchguard: health: {node}: {verb}drain: Reason={r}");
+            if drain {
+                scontrol(
+                    &cfg,
+                    &[
+                        "update",
+                        &format!("NodeName={node}"),
+                        "State=DRAIN",
+                        &format!("Reason={r}"),
+                    ],
+                )
+                .map(|_| ())
+            } else {
+                Ok(())
+            }
+        }
+        Action::Resume => {
+            println!("launchguard: health: {node}: the finding cleared; {verb}resume (launchguard drained it)");
+            if drain {
+                scontrol(
+                    &cfg,
+                    &["update", &format!("NodeName={node}"), "State=RESUME"],
+                )
+                .map(|_| ())
+            } else {
+                Ok(())
+            }
+        }
+    };
+    if let Err(e) = result {
+        eprintln!("launchguard: health: {e}");
+        return ExitCode::from(3);
+    }
+    ExitCode::from(rep.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(state: &str, reason: Option<&str>) -> NodeState {
+        NodeState {
+            state: state.into(),
+            reason: reason.map(String::from),
+        }
+    }
+
+    #[test]
+    fn show_node_parsing_strips_the_user_and_time() {
+        let text = "NodeName=vm Arch=x86_64 CoresPerSocket=1\n   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0\n   Reason=launchguard: node.munge.key_mode: x [root@2026-11-30T03:00:00]\n";
+        let s = parse_show_node(text).unwrap();
+        assert_eq!(s.state, "IDLE+DRAIN");
+        assert_eq!(
+            s.reason.as_deref(),
+            Some("launchguard: node.munge.key_mode: x")
+        );
+    }
+
+    #[test]
+    fn never_overwrites_a_foreign_reason_and_resumes_only_its_own() {
+        let lg = "launchguard: node.munge.key_mode: bad";
+        assert_eq!(
+            decide(&st("IDLE", None), Some(lg)),
+            Action::Drain(lg.into())
+        );
+        assert_eq!(decide(&st("IDLE+DRAIN", Some(lg)), Some(lg)), Action::None);
+        assert_eq!(
+            decide(
+                &st("IDLE+DRAIN", Some("launchguard: node.x: old")),
+                Some(lg)
+            ),
+            Action::Drain(lg.into())
+        );
+        assert!(matches!(
+            decide(&st("IDLE+DRAIN", Some("bad DIMM")), Some(lg)),
+            Action::LeaveForeign(_)
+        ));
+        assert_eq!(decide(&st("IDLE+DRAIN", Some(lg)), None), Action::Resume);
+        assert_eq!(
+            decide(&st("IDLE+DRAIN", Some("bad DIMM")), None),
+            Action::None
+        );
+        assert_eq!(decide(&st("MIXED", None), None), Action::None);
+    }
+}

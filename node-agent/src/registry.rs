@@ -1,0 +1,391 @@
+//! The node check registry: every family's gatherer paired with its evaluator, run concurrently on
+//! blocking threads, each under the check timeout. A family that times out is reported UNKNOWN (never
+//! a node fault) and is not started again until its hung run returns (node_exporter's rule for stuck
+//! collectors), so a hung NFS stat cannot pile up threads or cause a false drain.
+
+use crate::gather::{self, Ctx};
+use launchguard_core::node::{all_checks, Outcome, Status};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What one family returns: its outcomes and the facts it publishes for cross-node comparison.
+pub struct FamilyResult {
+    /// One per check ID of the family.
+    pub outcomes: Vec<Outcome>,
+    /// `(fact name, value)`, e.g. `("munge_key_digest", "sha256:…")`.
+    pub facts: Vec<(&'static str, String)>,
+}
+
+/// A check family: name and the function that gathers and judges it.
+pub struct Family {
+    /// `munge`, `hostname`, …
+    pub name: &'static str,
+    /// Gathers and judges (blocking I/O).
+    pub run: fn(&Ctx) -> FamilyResult,
+}
+
+fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+fn file_digest(p: &std::path::Path) -> String {
+    match std::fs::read(p) {
+        Ok(b) => digest(&b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "absent".into(),
+        Err(e) => format!("unreadable: {e}"),
+    }
+}
+
+fn munge(ctx: &Ctx) -> FamilyResult {
+    let f = gather::munge::gather(ctx);
+    let d = f
+        .digest
+        .clone()
+        .unwrap_or_else(|e| format!("unreadable: {e}"));
+    FamilyResult {
+        outcomes: launchguard_core::node::munge::judge(&f),
+        facts: vec![("munge_key_digest", d)],
+    }
+}
+
+fn hostname(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::hostname::judge(&gather::hostname::gather(ctx)),
+        facts: vec![],
+    }
+}
+
+fn slurm_conf(ctx: &Ctx) -> FamilyResult {
+    let f = gather::slurm_conf::gather(ctx);
+    FamilyResult {
+        outcomes: launchguard_core::node::slurm_conf::judge(&f),
+        facts: vec![
+            ("slurm_conf_digest", file_digest(&ctx.cfg.slurm_conf_path())),
+            ("slurm_version", slurm_version()),
+        ],
+    }
+}
+
+fn pmix(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::pmix::judge(&gather::pmix::gather(ctx)),
+        facts: vec![],
+    }
+}
+
+fn enroot(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::enroot::judge(&gather::enroot::gather(ctx)),
+        facts: vec![("enroot_conf_digest", file_digest(&ctx.cfg.enroot.conf))],
+    }
+}
+
+fn plugstack(ctx: &Ctx) -> FamilyResult {
+    let f = gather::plugstack::gather(ctx);
+    // The plugin lines in load order (not the file bytes: comments and file layout may differ).
+    let contents = match &f.entries {
+        Ok(e) => e
+            .iter()
+            .map(|(e, _)| {
+                format!(
+                    "{} {} {}\n",
+                    if e.required { "required" } else { "optional" },
+                    e.path,
+                    e.args.join(" ")
+                )
+            })
+            .collect::<String>(),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    FamilyResult {
+        outcomes: launchguard_core::node::plugstack::judge(&f),
+        facts: vec![("plugstack_digest", digest(contents.as_bytes()))],
+    }
+}
+
+fn nccl_env(ctx: &Ctx) -> FamilyResult {
+    let f = gather::nccl_env::gather(ctx);
+    let mut all = String::new();
+    for (p, t) in &f.files {
+        for (k, v) in launchguard_core::node::nccl_env::assignments(t) {
+            all.push_str(&format!("{p}:{k}={v}\n"));
+        }
+    }
+    FamilyResult {
+        outcomes: launchguard_core::node::nccl_env::judge(&f),
+        facts: vec![(
+            "nccl_env_digest",
+            if all.is_empty() {
+                "absent".into()
+            } else {
+                digest(all.as_bytes())
+            },
+        )],
+    }
+}
+
+fn devices(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::devices::judge(&gather::devices::gather(ctx)),
+        facts: vec![],
+    }
+}
+
+/// Slurm's version from the installed `slurmd`, read once per binary (cached by its mtime).
+fn slurm_version() -> String {
+    use std::os::unix::fs::MetadataExt;
+    static CACHE: Mutex<Option<(i64, String)>> = Mutex::new(None);
+    let bin = ["/usr/sbin/slurmd", "/usr/local/sbin/slurmd"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(bin) = bin else {
+        return "absent".into();
+    };
+    let mtime = std::fs::metadata(bin).map(|m| m.mtime()).unwrap_or(0);
+    let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((t, v)) = c.as_ref() {
+        if *t == mtime {
+            return v.clone();
+        }
+    }
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("-V");
+    let v = match gather::util::run(cmd, None, Duration::from_secs(3)) {
+        Ok(o) => String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .last()
+            .unwrap_or("unknown")
+            .to_string(),
+        Err(e) => format!("unknown: {e}"),
+    };
+    *c = Some((mtime, v.clone()));
+    v
+}
+
+/// Every family, in documentation order.
+pub const FAMILIES: &[Family] = &[
+    Family {
+        name: "munge",
+        run: munge,
+    },
+    Family {
+        name: "hostname",
+        run: hostname,
+    },
+    Family {
+        name: "slurm_conf",
+        run: slurm_conf,
+    },
+    Family {
+        name: "pmix",
+        run: pmix,
+    },
+    Family {
+        name: "enroot",
+        run: enroot,
+    },
+    Family {
+        name: "plugstack",
+        run: plugstack,
+    },
+    Family {
+        name: "nccl_env",
+        run: nccl_env,
+    },
+    Family {
+        name: "devices",
+        run: devices,
+    },
+];
+
+/// One check's line in a report.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct CheckLine {
+    /// Check ID.
+    pub id: String,
+    /// `ok|warning|critical|unknown`.
+    pub status: String,
+    /// The one-line finding (empty when ok).
+    pub message: String,
+    /// Milliseconds its family took.
+    pub duration_ms: f64,
+}
+
+/// One run of the node checks: what `launchguard check --json` prints and `status` returns.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct NodeReport {
+    /// Format version of this object (1).
+    pub schema: u32,
+    /// This node's name.
+    pub node: String,
+    /// launchguard's version.
+    pub launchguard_version: String,
+    /// Worst status over the checks.
+    pub status: String,
+    /// 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    pub exit_code: u8,
+    /// Wall time of the whole run in milliseconds.
+    pub duration_ms: f64,
+    /// Seconds since the epoch when the run finished.
+    pub timestamp: u64,
+    /// Every check run.
+    pub checks: Vec<CheckLine>,
+    /// Values that must be identical across nodes (digests, versions).
+    pub facts: BTreeMap<String, String>,
+}
+
+impl NodeReport {
+    /// The worst status.
+    pub fn worst(&self) -> Status {
+        self.checks
+            .iter()
+            .fold(Status::Ok, |w, c| w.worst(parse_status(&c.status)))
+    }
+}
+
+/// `ok|warning|critical|unknown` → [`Status`] (anything else is UNKNOWN).
+pub fn parse_status(s: &str) -> Status {
+    match s {
+        "ok" => Status::Ok,
+        "warning" => Status::Warning,
+        "critical" => Status::Critical,
+        _ => Status::Unknown,
+    }
+}
+
+/// Runs the families on blocking threads with timeouts; remembers which are still running.
+pub struct Runner {
+    ctx: Arc<Ctx>,
+    busy: Arc<Mutex<HashSet<&'static str>>>,
+}
+
+impl Runner {
+    /// A runner over a context.
+    pub fn new(ctx: Ctx) -> Runner {
+        Runner {
+            ctx: Arc::new(ctx),
+            busy: Arc::new(Mutex::new(HashSet::new())),
+        }
+    }
+
+    /// Whether `id` is selected by `only` (IDs or family prefixes; empty selects all) and enabled.
+    fn selected(&self, id: &str, only: &[String]) -> bool {
+        let pick = only.is_empty()
+            || only.iter().any(|o| {
+                id == o || (id.starts_with(o.as_str()) && id.as_bytes().get(o.len()) == Some(&b'.'))
+            });
+        pick && !self.ctx.cfg.is_disabled(id)
+    }
+
+    /// Runs every selected check once.
+    pub async fn run(&self, only: &[String]) -> NodeReport {
+        let start = Instant::now();
+        let timeout = Duration::from_secs(self.ctx.cfg.check_timeout_secs);
+        let infos = all_checks();
+        let mut tasks = vec![];
+        for fam in FAMILIES {
+            let ids: Vec<&'static str> = infos
+                .iter()
+                .filter(|c| c.family == fam.name && self.selected(c.id, only))
+                .map(|c| c.id)
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let already = !self
+                .busy
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(fam.name);
+            if already {
+                tasks.push((fam.name, ids, None, Instant::now()));
+                continue;
+            }
+            let ctx = self.ctx.clone();
+            let busy = self.busy.clone();
+            let run = fam.run;
+            let name = fam.name;
+            let h = tokio::task::spawn_blocking(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)));
+                busy.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+                r
+            });
+            tasks.push((fam.name, ids, Some(h), Instant::now()));
+        }
+        let mut checks = vec![];
+        let mut facts = BTreeMap::new();
+        facts.insert(
+            "launchguard_version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        );
+        for (name, ids, h, t0) in tasks {
+            let result = match h {
+                None => Err(format!(
+                    "the {name} checks are still running from an earlier run (hung I/O?)"
+                )),
+                Some(h) => {
+                    match tokio::time::timeout(timeout.saturating_sub(t0.elapsed()), h).await {
+                        Ok(Ok(Ok(r))) => Ok(r),
+                        Ok(Ok(Err(_))) => Err(format!(
+                            "the {name} checks panicked (a bug: please report it)"
+                        )),
+                        Ok(Err(e)) => Err(format!("the {name} checks failed: {e}")),
+                        Err(_) => Err(format!(
+                            "the {name} checks did not finish within {} s",
+                            timeout.as_secs()
+                        )),
+                    }
+                }
+            };
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            match result {
+                Ok(r) => {
+                    for o in r.outcomes.into_iter().filter(|o| ids.contains(&o.id)) {
+                        checks.push(CheckLine {
+                            id: o.id.into(),
+                            status: o.status.as_str().into(),
+                            message: o.message(),
+                            duration_ms: ms,
+                        });
+                    }
+                    for (k, v) in r.facts {
+                        facts.insert(k.into(), v);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(family = name, "{e}");
+                    for id in ids {
+                        let o = Outcome::unknown(id, e.clone());
+                        checks.push(CheckLine {
+                            id: id.into(),
+                            status: o.status.as_str().into(),
+                            message: o.message(),
+                            duration_ms: ms,
+                        });
+                    }
+                }
+            }
+        }
+        let mut rep = NodeReport {
+            schema: 1,
+            node: gather::node_name(),
+            launchguard_version: env!("CARGO_PKG_VERSION").into(),
+            status: String::new(),
+            exit_code: 0,
+            duration_ms: start.elapsed().as_secs_f64() * 1e3,
+            timestamp: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            checks,
+            facts,
+        };
+        let w = rep.worst();
+        rep.status = w.as_str().into();
+        rep.exit_code = w.code();
+        rep
+    }
+}

@@ -1,0 +1,498 @@
+//! The agent's Unix socket: launch reports from spank_launchguard.so and queries from the CLI, as
+//! JSON lines (`launchguard_core::protocol`).
+//!
+//! A client can never crash the agent, grow its memory without bound, or make it drop other clients'
+//! reports uncounted: lines are capped at [`MAX_LINE`] bytes, connections at `reports.max_connections`
+//! (more are closed at once and counted), idle clients are cut after `reports.idle_timeout_secs`,
+//! non-root uids are rate-limited per uid, and every refusal increments
+//! `launchguard_reports_dropped_total{reason}`. Each report is attributed with `SO_PEERCRED`: a
+//! non-root peer may only report its own uid; root (slurmstepd) may report any job's.
+
+use crate::config::Reports;
+use crate::registry::{NodeReport, Runner};
+use launchguard_core::protocol::{Report, MAX_LINE, VERSION};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+/// Why something was refused (the `reason` label).
+pub const DROP_REASONS: &[&str] = &[
+    "too_long",
+    "bad_json",
+    "bad_version",
+    "uid_mismatch",
+    "rate",
+    "connections",
+    "idle",
+    "not_root",
+];
+/// Report actions counted.
+pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
+
+/// Counters, lock-free.
+#[derive(Default)]
+pub struct Counters {
+    accepted: [AtomicU64; 4],
+    dropped: [AtomicU64; 8],
+}
+
+impl Counters {
+    /// Counts a refusal.
+    pub fn drop_one(&self, reason: &str) {
+        if let Some(i) = DROP_REASONS.iter().position(|r| *r == reason) {
+            self.dropped[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn accept(&self, action: &str) {
+        let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
+        self.accepted[i].fetch_add(1, Ordering::Relaxed);
+    }
+    /// `(action, count)`.
+    pub fn accepted(&self) -> Vec<(&'static str, u64)> {
+        ACTIONS
+            .iter()
+            .zip(&self.accepted)
+            .map(|(a, n)| (*a, n.load(Ordering::Relaxed)))
+            .collect()
+    }
+    /// `(reason, count)`.
+    pub fn dropped(&self) -> Vec<(&'static str, u64)> {
+        DROP_REASONS
+            .iter()
+            .zip(&self.dropped)
+            .map(|(a, n)| (*a, n.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// A stored report with who sent it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stored {
+    /// Seconds since the epoch when received.
+    pub received: u64,
+    /// Peer uid (SO_PEERCRED).
+    pub peer_uid: u32,
+    /// Peer pid.
+    pub peer_pid: Option<i32>,
+    /// The report.
+    pub report: Report,
+}
+
+/// State shared by the connections and the agent loop.
+pub struct Shared {
+    /// Recent reports, oldest first, at most `reports.history`.
+    pub history: Mutex<VecDeque<Stored>>,
+    /// Counters.
+    pub counters: Counters,
+    /// Last check run.
+    pub last_check: Mutex<Option<NodeReport>>,
+    /// The check runner (for on-demand runs).
+    pub runner: Arc<Runner>,
+    limiter: Mutex<HashMap<u32, (f64, Instant)>>,
+    conns: AtomicUsize,
+    cfg: Reports,
+}
+
+/// Requests a client may send.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Message {
+    /// A launch report.
+    Launch(Report),
+    /// `{"v":1,"kind":"status","limit":N}`: last check run, recent reports, counters (root only).
+    Status {
+        #[serde(default)]
+        limit: Option<usize>,
+    },
+    /// `{"v":1,"kind":"check"}`: run the checks now and answer with the report (root only).
+    Check {},
+}
+
+/// The answer to a status query.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StatusReply {
+    /// Agent version.
+    pub version: String,
+    /// Seconds the agent has run.
+    pub uptime_secs: u64,
+    /// Last check run.
+    pub last_check: Option<NodeReport>,
+    /// Most recent reports, newest last.
+    pub reports: Vec<Stored>,
+    /// `{action: n}`.
+    pub reports_total: HashMap<String, u64>,
+    /// `{reason: n}`.
+    pub dropped_total: HashMap<String, u64>,
+}
+
+static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+impl Shared {
+    /// New shared state.
+    pub fn new(cfg: Reports, runner: Arc<Runner>) -> Arc<Shared> {
+        STARTED.get_or_init(Instant::now);
+        Arc::new(Shared {
+            history: Mutex::new(VecDeque::with_capacity(cfg.history.min(4096))),
+            counters: Counters::default(),
+            last_check: Mutex::new(None),
+            runner,
+            limiter: Mutex::new(HashMap::new()),
+            conns: AtomicUsize::new(0),
+            cfg,
+        })
+    }
+
+    fn allow(&self, uid: u32) -> bool {
+        if uid == 0 {
+            return true;
+        }
+        let rate = self.cfg.per_uid_rate as f64;
+        let burst = rate * 2.0;
+        let mut m = self.limiter.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if m.len() > 10_000 {
+            m.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+        }
+        let (tokens, last) = m.entry(uid).or_insert((burst, now));
+        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(burst);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn store(&self, s: Stored) {
+        let r = &s.report;
+        let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+        let ids = ids.join(",");
+        let job = r.job.map(|j| j.to_string()).unwrap_or_default();
+        let step = r.step.map(|j| j.to_string()).unwrap_or_default();
+        match r.action.as_str() {
+            "allowed" => tracing::info!(
+                job = job.as_str(),
+                step = step.as_str(),
+                uid = r.uid,
+                node = r.node.as_str(),
+                phase = r.phase.as_str(),
+                action = "allowed",
+                "launch allowed"
+            ),
+            _ => tracing::warn!(
+                job = job.as_str(),
+                step = step.as_str(),
+                uid = r.uid,
+                node = r.node.as_str(),
+                phase = r.phase.as_str(),
+                action = r.action.as_str(),
+                finding = ids.as_str(),
+                severity = r
+                    .findings
+                    .first()
+                    .map(|f| f.severity.as_str())
+                    .unwrap_or(""),
+                "launch {}: {}",
+                r.action,
+                r.findings.first().map(|f| f.message.as_str()).unwrap_or("")
+            ),
+        }
+        self.counters.accept(&r.action);
+        let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        while h.len() >= self.cfg.history {
+            h.pop_front();
+        }
+        h.push_back(s);
+    }
+
+    /// The status answer.
+    pub fn status(&self, limit: usize) -> StatusReply {
+        let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        let skip = h.len().saturating_sub(limit);
+        StatusReply {
+            version: env!("CARGO_PKG_VERSION").into(),
+            uptime_secs: STARTED.get().map(|s| s.elapsed().as_secs()).unwrap_or(0),
+            last_check: self
+                .last_check
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            reports: h.iter().skip(skip).cloned().collect(),
+            reports_total: self
+                .counters
+                .accepted()
+                .into_iter()
+                .map(|(a, n)| (a.to_string(), n))
+                .collect(),
+            dropped_total: self
+                .counters
+                .dropped()
+                .into_iter()
+                .map(|(a, n)| (a.to_string(), n))
+                .collect(),
+        }
+    }
+}
+
+/// What reading one line gave.
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Reads up to a newline into `buf` (newline excluded), never holding more than `max` bytes; a longer
+/// line is consumed and discarded.
+async fn read_line_bounded<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<LineRead> {
+    buf.clear();
+    let mut too_long = false;
+    loop {
+        let avail = r.fill_buf().await?;
+        if avail.is_empty() {
+            return Ok(LineRead::Eof);
+        }
+        let (chunk, found) = match avail.iter().position(|b| *b == b'\n') {
+            Some(i) => (&avail[..i], Some(i + 1)),
+            None => (avail, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let n = found.unwrap_or(avail.len());
+        r.consume(n);
+        if found.is_some() {
+            return Ok(if too_long {
+                LineRead::TooLong
+            } else {
+                LineRead::Line
+            });
+        }
+    }
+}
+
+/// Handles one client until it closes, idles out or misbehaves.
+async fn client(stream: UnixStream, sh: Arc<Shared>) {
+    let cred = stream.peer_cred().ok();
+    let uid = cred.map(|c| c.uid()).unwrap_or(u32::MAX);
+    let pid = cred.and_then(|c| c.pid());
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::with_capacity(16 * 1024, rd);
+    let mut buf = Vec::new();
+    let idle = Duration::from_secs(sh.cfg.idle_timeout_secs.max(1));
+    loop {
+        let r = match tokio::time::timeout(idle, read_line_bounded(&mut rd, &mut buf, MAX_LINE))
+            .await
+        {
+            Err(_) => {
+                sh.counters.drop_one("idle");
+                return;
+            }
+            Ok(Err(_)) | Ok(Ok(LineRead::Eof)) => return,
+            Ok(Ok(LineRead::TooLong)) => {
+                sh.counters.drop_one("too_long");
+                continue;
+            }
+            Ok(Ok(LineRead::Line)) => &buf,
+        };
+        if r.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let msg: Message = match serde_json::from_slice(r) {
+            Ok(m) => m,
+            Err(e) => {
+                if serde_json::from_slice::<serde_json::Value>(r)
+                    .ok()
+                    .and_then(|v| v.get("v").and_then(|v| v.as_u64()))
+                    .is_some_and(|v| v != VERSION as u64)
+                {
+                    sh.counters.drop_one("bad_version");
+                } else {
+                    tracing::debug!(uid, "undecodable line: {e}");
+                    sh.counters.drop_one("bad_json");
+                }
+                continue;
+            }
+        };
+        match msg {
+            Message::Launch(report) => {
+                if report.v != VERSION {
+                    sh.counters.drop_one("bad_version");
+                } else if uid != 0 && report.uid != uid {
+                    tracing::warn!(
+                        peer_uid = uid,
+                        claimed_uid = report.uid,
+                        "report refused: a non-root client claimed another uid"
+                    );
+                    sh.counters.drop_one("uid_mismatch");
+                } else if !sh.allow(uid) {
+                    sh.counters.drop_one("rate");
+                } else {
+                    let received = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0);
+                    sh.store(Stored {
+                        received,
+                        peer_uid: uid,
+                        peer_pid: pid,
+                        report,
+                    });
+                }
+            }
+            Message::Status { .. } | Message::Check {} if uid != 0 => {
+                sh.counters.drop_one("not_root");
+                let _ = wr
+                    .write_all(b"{\"error\":\"launchguard status is for root\"}\n")
+                    .await;
+                return;
+            }
+            Message::Status { limit } => {
+                let reply = sh.status(limit.unwrap_or(20));
+                let mut line = serde_json::to_vec(&reply).unwrap_or_default();
+                line.push(b'\n');
+                if wr.write_all(&line).await.is_err() {
+                    return;
+                }
+            }
+            Message::Check {} => {
+                let rep = sh.runner.run(&[]).await;
+                *sh.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Some(rep.clone());
+                let mut line = serde_json::to_vec(&rep).unwrap_or_default();
+                line.push(b'\n');
+                if wr.write_all(&line).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Accepts clients forever.
+pub async fn serve(listener: UnixListener, sh: Arc<Shared>) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                tracing::error!("accept on the agent socket: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if sh.conns.load(Ordering::Relaxed) >= sh.cfg.max_connections {
+            sh.counters.drop_one("connections");
+            drop(stream);
+            continue;
+        }
+        sh.conns.fetch_add(1, Ordering::Relaxed);
+        let sh2 = sh.clone();
+        tokio::spawn(async move {
+            client(stream, sh2.clone()).await;
+            sh2.conns.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// Binds the socket: refuses if another agent answers on it, replaces a stale one, sets its mode.
+pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    if let Ok(md) = path.symlink_metadata() {
+        if !md.file_type().is_socket() {
+            return Err(format!(
+                "{} exists and is not a socket; remove it",
+                path.display()
+            ));
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(format!("another agent is listening on {}", path.display()));
+        }
+        std::fs::remove_file(path)
+            .map_err(|e| format!("cannot remove the stale {}: {e}", path.display()))?;
+    }
+    let l = UnixListener::bind(path)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
+    Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn long_lines_are_discarded_and_the_next_line_still_reads() {
+        let data = format!("{}\nshort\n", "x".repeat(100));
+        let mut r = BufReader::with_capacity(8, data.as_bytes());
+        let mut buf = vec![];
+        assert!(matches!(
+            read_line_bounded(&mut r, &mut buf, 10).await.unwrap(),
+            LineRead::TooLong
+        ));
+        assert!(matches!(
+            read_line_bounded(&mut r, &mut buf, 10).await.unwrap(),
+            LineRead::Line
+        ));
+        assert_eq!(buf, b"short");
+        assert!(matches!(
+            read_line_bounded(&mut r, &mut buf, 10).await.unwrap(),
+            LineRead::Eof
+        ));
+    }
+
+    #[test]
+    fn messages_decode_by_kind() {
+        let m: Message = serde_json::from_str(
+            r#"{"v":1,"kind":"launch","phase":"step","job":5,"step":0,"uid":1000,"node":"n","mode":"warn","action":"warned","findings":[],"future":1}"#,
+        )
+        .unwrap();
+        assert!(matches!(m, Message::Launch(r) if r.job == Some(5)));
+        let m: Message = serde_json::from_str(r#"{"v":1,"kind":"status","limit":3}"#).unwrap();
+        assert!(matches!(m, Message::Status { limit: Some(3) }));
+        assert!(serde_json::from_str::<Message>(r#"{"v":1,"kind":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn encoder_and_decoder_agree() {
+        let r = Report {
+            v: 1,
+            phase: "srun".into(),
+            job: None,
+            step: Some(3),
+            uid: 7,
+            node: "a\"b\n".into(),
+            mode: "enforce".into(),
+            action: "rejected".into(),
+            findings: vec![launchguard_core::protocol::ReportFinding {
+                id: "launch.export_all".into(),
+                severity: "error".into(),
+                message: "x\u{1}é".into(),
+            }],
+        };
+        match serde_json::from_str::<Message>(&r.to_json_line()).unwrap() {
+            Message::Launch(back) => assert_eq!(back, r),
+            m => panic!("{m:?}"),
+        }
+    }
+}
