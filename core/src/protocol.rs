@@ -45,10 +45,16 @@ pub struct Report {
     /// `srun`, `step` or `task`.
     pub phase: String,
     /// Slurm job ID (absent at srun before allocation).
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub job: Option<u64>,
     /// Step ID.
-    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "Option::is_none"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub step: Option<u64>,
     /// The job's user.
     pub uid: u32,
@@ -83,7 +89,10 @@ impl Report {
     /// The report as one JSON line (with the trailing `\n`), `{"v":1,"kind":"launch",…}`.
     pub fn to_json_line(&self) -> String {
         let mut o = String::with_capacity(256);
-        o.push_str(&format!("{{\"v\":{},\"kind\":\"launch\",\"phase\":", self.v));
+        o.push_str(&format!(
+            "{{\"v\":{},\"kind\":\"launch\",\"phase\":",
+            self.v
+        ));
         push_str(&mut o, &self.phase);
         if let Some(j) = self.job {
             o.push_str(&format!(",\"job\":{j}"));

@@ -49,7 +49,9 @@ impl SlurmConf {
 
     /// The node line that defines `node` (the first, as slurmctld uses it).
     pub fn node(&self, node: &str) -> Option<&NodeLine> {
-        self.nodes.iter().find(|l| hostlist::contains(&l.names, node))
+        self.nodes
+            .iter()
+            .find(|l| hostlist::contains(&l.names, node))
     }
 
     /// How many nodes the node lines define (`None` if an expression cannot be expanded).
@@ -153,8 +155,9 @@ fn parse_into(
                 continue;
             };
             if depth >= MAX_INCLUDE_DEPTH {
-                conf.problems
-                    .push(format!("{at}: Include nested more than {MAX_INCLUDE_DEPTH} deep"));
+                conf.problems.push(format!(
+                    "{at}: Include nested more than {MAX_INCLUDE_DEPTH} deep"
+                ));
                 continue;
             }
             match include(target) {
@@ -170,20 +173,27 @@ fn parse_into(
         let mut pairs = vec![];
         for word in &w {
             match word.split_once('=') {
-                Some((k, v)) if !k.is_empty() => pairs.push((k.to_ascii_lowercase(), v.to_string())),
-                _ => conf
-                    .problems
-                    .push(format!("{at}: '{}' is not Key=Value", crate::finding::clip(word, 40))),
+                Some((k, v)) if !k.is_empty() => {
+                    pairs.push((k.to_ascii_lowercase(), v.to_string()))
+                }
+                _ => conf.problems.push(format!(
+                    "{at}: '{}' is not Key=Value",
+                    crate::finding::clip(word, 40)
+                )),
             }
         }
-        let Some((k0, v0)) = pairs.first().cloned() else { continue };
+        let Some((k0, v0)) = pairs.first().cloned() else {
+            continue;
+        };
         if k0 == "nodename" {
             let rest = pairs[1..].to_vec();
             if v0.eq_ignore_ascii_case("default") {
                 defaults.extend(rest);
             } else if hostlist::expand(&v0).is_none() {
-                conf.problems
-                    .push(format!("{at}: NodeName={} is not a valid hostlist", crate::finding::clip(&v0, 40)));
+                conf.problems.push(format!(
+                    "{at}: NodeName={} is not a valid hostlist",
+                    crate::finding::clip(&v0, 40)
+                ));
             } else {
                 let mut attrs = defaults.clone();
                 attrs.extend(rest);
@@ -199,8 +209,9 @@ fn parse_into(
         }
     }
     if !logical.trim().is_empty() {
-        conf.problems
-            .push(format!("{file}: the last line ends with a '\\' continuation"));
+        conf.problems.push(format!(
+            "{file}: the last line ends with a '\\' continuation"
+        ));
     }
 }
 
@@ -234,14 +245,24 @@ mod tests {
     fn includes_are_followed_and_failures_reported_with_line() {
         let mut inc = |t: &str| -> Result<Vec<(String, String)>, String> {
             if t == "nodes.conf" {
-                Ok(vec![("/etc/slurm/nodes.conf".into(), "NodeName=n1 CPUs=4\n".into())])
+                Ok(vec![(
+                    "/etc/slurm/nodes.conf".into(),
+                    "NodeName=n1 CPUs=4\n".into(),
+                )])
             } else {
                 Err("No such file or directory".into())
             }
         };
-        let c = parse("Include nodes.conf\n\ninclude missing.conf\n", "slurm.conf", &mut inc);
+        let c = parse(
+            "Include nodes.conf\n\ninclude missing.conf\n",
+            "slurm.conf",
+            &mut inc,
+        );
         assert_eq!(c.node("n1").unwrap().get("CPUs"), Some("4"));
-        assert_eq!(c.problems, vec!["slurm.conf:3: Include missing.conf: No such file or directory"]);
+        assert_eq!(
+            c.problems,
+            vec!["slurm.conf:3: Include missing.conf: No such file or directory"]
+        );
     }
 
     #[test]
@@ -255,7 +276,11 @@ mod tests {
 
     #[test]
     fn junk_is_reported_not_fatal() {
-        let c = parse("what\nNodeName=a[ CPUs=1\nA=\"x y\"\n", "f", &mut no_include);
+        let c = parse(
+            "what\nNodeName=a[ CPUs=1\nA=\"x y\"\n",
+            "f",
+            &mut no_include,
+        );
         assert_eq!(c.problems.len(), 2, "{:?}", c.problems);
         assert_eq!(c.get("a"), Some("x y"));
     }

@@ -5,8 +5,14 @@ use super::{Outcome, Status};
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.devices.uverbs", "a /dev/infiniband/uverbsN character device for each RDMA device in /sys/class/infiniband"),
-    ("node.devices.gpus", "every GPU device file gres.conf names exists and is a character device"),
+    (
+        "node.devices.uverbs",
+        "a /dev/infiniband/uverbsN character device for each RDMA device in /sys/class/infiniband",
+    ),
+    (
+        "node.devices.gpus",
+        "every GPU device file gres.conf names exists and is a character device",
+    ),
 ];
 
 /// Everything the devices family judges.
@@ -75,6 +81,11 @@ mod tests {
         assert_eq!(out[0].status, Status::Critical);
         assert!(out[0].what.contains("uverbs1 (efa_1)"));
         assert_eq!(out[1].status, Status::Ok);
-        assert!(judge(&DeviceFacts { uverbs: vec![], gpus: vec![] }).iter().all(|o| o.status == Status::Ok));
+        assert!(judge(&DeviceFacts {
+            uverbs: vec![],
+            gpus: vec![]
+        })
+        .iter()
+        .all(|o| o.status == Status::Ok));
     }
 }

@@ -8,12 +8,30 @@ use crate::checks::enroot::{shared_dir, tmpfiles_line, DirState};
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.enroot.conf", "/etc/enroot/enroot.conf parses (KEY value lines)"),
-    ("node.enroot.runtime_path", "ENROOT_RUNTIME_PATH is under /run/enroot"),
-    ("node.enroot.run_dir", "the runtime directory exists, owned by root, mode 1777"),
-    ("node.enroot.tmpfiles", "a tmpfiles.d entry recreates the runtime directory at boot"),
-    ("node.enroot.storage", "ENROOT_CACHE_PATH and ENROOT_DATA_PATH are on a node-local filesystem, not / or NFS"),
-    ("node.enroot.restrict_dev", "ENROOT_RESTRICT_DEV n on nodes with EFA"),
+    (
+        "node.enroot.conf",
+        "/etc/enroot/enroot.conf parses (KEY value lines)",
+    ),
+    (
+        "node.enroot.runtime_path",
+        "ENROOT_RUNTIME_PATH is under /run/enroot",
+    ),
+    (
+        "node.enroot.run_dir",
+        "the runtime directory exists, owned by root, mode 1777",
+    ),
+    (
+        "node.enroot.tmpfiles",
+        "a tmpfiles.d entry recreates the runtime directory at boot",
+    ),
+    (
+        "node.enroot.storage",
+        "ENROOT_CACHE_PATH and ENROOT_DATA_PATH are on a node-local filesystem, not / or NFS",
+    ),
+    (
+        "node.enroot.restrict_dev",
+        "ENROOT_RESTRICT_DEV n on nodes with EFA",
+    ),
 ];
 
 /// Parses enroot.conf: `KEY value` (or `KEY=value`) lines, `#` comments, values optionally quoted.
@@ -28,11 +46,22 @@ pub fn parse_conf(text: &str) -> (Vec<(String, String)>, Vec<String>) {
         }
         let split = l.find(|c: char| c.is_whitespace() || c == '=');
         let (k, v) = match split {
-            Some(at) => (&l[..at], l[at..].trim_start_matches(|c: char| c.is_whitespace() || c == '=')),
+            Some(at) => (
+                &l[..at],
+                l[at..].trim_start_matches(|c: char| c.is_whitespace() || c == '='),
+            ),
             None => (l, ""),
         };
-        if !k.starts_with("ENROOT_") || !k.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
-            problems.push(format!("line {}: '{}' is not an ENROOT_* setting", i + 1, crate::finding::clip(k, 40)));
+        if !k.starts_with("ENROOT_")
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        {
+            problems.push(format!(
+                "line {}: '{}' is not an ENROOT_* setting",
+                i + 1,
+                crate::finding::clip(k, 40)
+            ));
             continue;
         }
         let v = v.trim();
@@ -99,7 +128,11 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
                 "Pyxis containers fall back to enroot's defaults (per-user runtime dirs, cache in home)",
                 "make the file readable by all users (mode 0644)",
             )];
-            out.extend(CHECKS[1..].iter().map(|(id, _)| Outcome::unknown(id, "enroot.conf unreadable")));
+            out.extend(
+                CHECKS[1..]
+                    .iter()
+                    .map(|(id, _)| Outcome::unknown(id, "enroot.conf unreadable")),
+            );
             return out;
         }
     };
@@ -205,9 +238,19 @@ ENROOT_RESTRICT_DEV      n\n";
         EnrootFacts {
             conf_path: "/etc/enroot/enroot.conf".into(),
             conf: Ok(Some(conf.into())),
-            run_dir: Some(("/run/enroot".into(), DirState::Dir { mode: 0o1777, uid: 0 })),
+            run_dir: Some((
+                "/run/enroot".into(),
+                DirState::Dir {
+                    mode: 0o1777,
+                    uid: 0,
+                },
+            )),
             tmpfiles: true,
-            storage: vec![("ENROOT_CACHE_PATH".into(), "/opt/dlami/nvme".into(), Fs::Local)],
+            storage: vec![(
+                "ENROOT_CACHE_PATH".into(),
+                "/opt/dlami/nvme".into(),
+                Fs::Local,
+            )],
             efa: true,
         }
     }
@@ -243,9 +286,16 @@ ENROOT_RESTRICT_DEV      n\n";
         let mut f = facts(SEED);
         f.storage = vec![
             ("ENROOT_CACHE_PATH".into(), "/var/enroot".into(), Fs::Root),
-            ("ENROOT_DATA_PATH".into(), "/fsx/enroot".into(), Fs::Network("nfs4".into())),
+            (
+                "ENROOT_DATA_PATH".into(),
+                "/fsx/enroot".into(),
+                Fs::Network("nfs4".into()),
+            ),
         ];
-        let o = judge(&f).into_iter().find(|o| o.id == "node.enroot.storage").unwrap();
+        let o = judge(&f)
+            .into_iter()
+            .find(|o| o.id == "node.enroot.storage")
+            .unwrap();
         assert_eq!(o.status, Status::Warning);
         assert!(o.what.contains("nfs4"), "{}", o.what);
         let f = facts("rm -rf /\nENROOT_X 1\n");

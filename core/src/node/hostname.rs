@@ -7,10 +7,22 @@ use std::net::IpAddr;
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.hostname.resolves", "the node's hostname resolves to an IPv4 address"),
-    ("node.hostname.link_local", "the first address of the hostname is not IPv6 link-local (fe80::)"),
-    ("node.hostname.loopback", "on a multi-node cluster, the hostname does not resolve only to loopback"),
-    ("node.hostname.node_addr", "the node's NodeAddr in slurm.conf is one of this node's addresses"),
+    (
+        "node.hostname.resolves",
+        "the node's hostname resolves to an IPv4 address",
+    ),
+    (
+        "node.hostname.link_local",
+        "the first address of the hostname is not IPv6 link-local (fe80::)",
+    ),
+    (
+        "node.hostname.loopback",
+        "on a multi-node cluster, the hostname does not resolve only to loopback",
+    ),
+    (
+        "node.hostname.node_addr",
+        "the node's NodeAddr in slurm.conf is one of this node's addresses",
+    ),
 ];
 
 /// Everything the hostname family judges.
@@ -157,7 +169,10 @@ mod tests {
     #[test]
     fn good_node_is_ok_and_covers_every_id() {
         let out = judge(&facts(&["10.0.0.5"], 16));
-        assert_eq!(out.iter().map(|o| o.id).collect::<Vec<_>>(), CHECKS.iter().map(|c| c.0).collect::<Vec<_>>());
+        assert_eq!(
+            out.iter().map(|o| o.id).collect::<Vec<_>>(),
+            CHECKS.iter().map(|c| c.0).collect::<Vec<_>>()
+        );
         assert!(out.iter().all(|o| o.status == Status::Ok), "{out:?}");
     }
 
@@ -172,8 +187,14 @@ mod tests {
 
     #[test]
     fn loopback_only_is_fine_on_one_node_and_critical_on_many() {
-        assert_eq!(status(&facts(&["127.0.1.1"], 1), "node.hostname.loopback"), Status::Ok);
-        assert_eq!(status(&facts(&["127.0.1.1"], 3), "node.hostname.loopback"), Status::Critical);
+        assert_eq!(
+            status(&facts(&["127.0.1.1"], 1), "node.hostname.loopback"),
+            Status::Ok
+        );
+        assert_eq!(
+            status(&facts(&["127.0.1.1"], 3), "node.hostname.loopback"),
+            Status::Critical
+        );
         let mut f = facts(&["127.0.1.1"], 3);
         f.cluster_nodes = None;
         assert_eq!(status(&f, "node.hostname.loopback"), Status::Unknown);

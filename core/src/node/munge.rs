@@ -5,14 +5,38 @@ use super::{quote, Outcome, Status};
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.munge.key_present", "/etc/munge/munge.key exists and is a regular file"),
-    ("node.munge.key_owner", "the munge key is owned by the munge user"),
-    ("node.munge.key_mode", "the munge key has mode 0400 (0600 is a warning)"),
-    ("node.munge.daemon", "munged is running (its pid file names a live process)"),
-    ("node.munge.roundtrip", "a credential encodes and decodes on this node (munge -n | unmunge)"),
-    ("node.munge.key_stale", "munged started after the key file last changed (it runs with the key on disk)"),
-    ("node.munge.key_digest", "the key's SHA-256 digest is published so nodes can be compared (never the key)"),
-    ("node.munge.shared_copy", "no copy of the key under the admin's shared paths (e.g. /fsx)"),
+    (
+        "node.munge.key_present",
+        "/etc/munge/munge.key exists and is a regular file",
+    ),
+    (
+        "node.munge.key_owner",
+        "the munge key is owned by the munge user",
+    ),
+    (
+        "node.munge.key_mode",
+        "the munge key has mode 0400 (0600 is a warning)",
+    ),
+    (
+        "node.munge.daemon",
+        "munged is running (its pid file names a live process)",
+    ),
+    (
+        "node.munge.roundtrip",
+        "a credential encodes and decodes on this node (munge -n | unmunge)",
+    ),
+    (
+        "node.munge.key_stale",
+        "munged started after the key file last changed (it runs with the key on disk)",
+    ),
+    (
+        "node.munge.key_digest",
+        "the key's SHA-256 digest is published so nodes can be compared (never the key)",
+    ),
+    (
+        "node.munge.shared_copy",
+        "no copy of the key under the admin's shared paths (e.g. /fsx)",
+    ),
 ];
 
 /// `stat` of the key file.

@@ -21,7 +21,9 @@ pub fn assignments(text: &str) -> Vec<(String, String)> {
     for raw in text.lines() {
         let l = raw.trim();
         let l = l.strip_prefix("export ").map(str::trim_start).unwrap_or(l);
-        let Some((k, v)) = l.split_once('=') else { continue };
+        let Some((k, v)) = l.split_once('=') else {
+            continue;
+        };
         if !(k.starts_with("NCCL_") || k.starts_with("FI_"))
             || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         {
@@ -74,7 +76,11 @@ pub fn judge(f: &NcclEnvFacts) -> Vec<Outcome> {
             "{} in {}{}",
             first.what,
             quote(path),
-            if more > 0 { format!(" (and {more} more)") } else { String::new() }
+            if more > 0 {
+                format!(" (and {more} more)")
+            } else {
+                String::new()
+            }
         ),
         format!("every job on the node inherits it: {}", first.why),
         format!("remove or fix the line in {path}: {}", first.fix),
@@ -91,7 +97,10 @@ mod tests {
         let text = "PATH=/usr/bin\nexport NCCL_IB_HCA=mlx5\nFI_PROVIDER=\"efa\" # comment\nif x; then NCCL_X=1; fi\n";
         assert_eq!(
             assignments(text),
-            vec![("NCCL_IB_HCA".into(), "mlx5".into()), ("FI_PROVIDER".into(), "efa".into())]
+            vec![
+                ("NCCL_IB_HCA".into(), "mlx5".into()),
+                ("FI_PROVIDER".into(), "efa".into())
+            ]
         );
     }
 
@@ -100,7 +109,10 @@ mod tests {
         let f = NcclEnvFacts {
             files: vec![
                 ("/etc/environment".into(), "PATH=/bin\n".into()),
-                ("/etc/profile.d/nccl.sh".into(), "export NCCL_IB_HCA=mlx5_0\n".into()),
+                (
+                    "/etc/profile.d/nccl.sh".into(),
+                    "export NCCL_IB_HCA=mlx5_0\n".into(),
+                ),
             ],
             fabric: Some(Fabric::Efa),
             interfaces: vec!["eth0".into()],
@@ -108,7 +120,11 @@ mod tests {
         };
         let out = judge(&f);
         assert_eq!(out[0].status, Status::Warning, "{out:?}");
-        assert!(out[0].what.contains("/etc/profile.d/nccl.sh"), "{}", out[0].what);
+        assert!(
+            out[0].what.contains("/etc/profile.d/nccl.sh"),
+            "{}",
+            out[0].what
+        );
         let f = NcclEnvFacts { fabric: None, ..f };
         let _ = judge(&f);
     }

@@ -7,9 +7,18 @@ use super::{quote, Outcome, Status};
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.plugstack.parse", "plugstack.conf and its includes parse"),
-    ("node.plugstack.required_so", "every required (and optional) plugin .so exists and can load"),
-    ("node.plugstack.order", "launchguard is listed, after Pyxis when Pyxis is listed"),
+    (
+        "node.plugstack.parse",
+        "plugstack.conf and its includes parse",
+    ),
+    (
+        "node.plugstack.required_so",
+        "every required (and optional) plugin .so exists and can load",
+    ),
+    (
+        "node.plugstack.order",
+        "launchguard is listed, after Pyxis when Pyxis is listed",
+    ),
 ];
 
 /// One plugin line.
@@ -156,7 +165,11 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
             }
         }
     });
-    let pos = |name: &str| entries.iter().position(|(e, _)| basename(&e.path).contains(name));
+    let pos = |name: &str| {
+        entries
+            .iter()
+            .position(|(e, _)| basename(&e.path).contains(name))
+    };
     out.push(match (pos("launchguard"), pos("pyxis")) {
         (None, _) => Outcome::new(
             "node.plugstack.order",
@@ -222,22 +235,40 @@ mod tests {
     #[test]
     fn required_missing_so_is_critical_optional_a_warning() {
         let f = facts(vec![
-            (entry("/x/spank_pyxis.so", false, "a:1"), SoState::Missing("/x/spank_pyxis.so".into())),
-            (entry("/x/spank_launchguard.so", true, "a:2"), SoState::Missing("/x/spank_launchguard.so".into())),
+            (
+                entry("/x/spank_pyxis.so", false, "a:1"),
+                SoState::Missing("/x/spank_pyxis.so".into()),
+            ),
+            (
+                entry("/x/spank_launchguard.so", true, "a:2"),
+                SoState::Missing("/x/spank_launchguard.so".into()),
+            ),
         ]);
         let o = &judge(&f)[1];
         assert_eq!(o.status, Status::Critical);
         assert!(o.what.contains("a:2"), "{}", o.what);
-        let f = facts(vec![(entry("/x/spank_pyxis.so", false, "a:1"), SoState::Missing("m".into()))]);
+        let f = facts(vec![(
+            entry("/x/spank_pyxis.so", false, "a:1"),
+            SoState::Missing("m".into()),
+        )]);
         assert_eq!(judge(&f)[1].status, Status::Warning);
     }
 
     #[test]
     fn order_wants_launchguard_after_pyxis() {
-        let lg = (entry("/x/spank_launchguard.so", true, "a:1"), SoState::Loadable);
+        let lg = (
+            entry("/x/spank_launchguard.so", true, "a:1"),
+            SoState::Loadable,
+        );
         let px = (entry("/x/spank_pyxis.so", true, "b:1"), SoState::Loadable);
-        assert_eq!(judge(&facts(vec![lg.clone(), px.clone()]))[2].status, Status::Warning);
-        assert_eq!(judge(&facts(vec![px.clone(), lg.clone()]))[2].status, Status::Ok);
+        assert_eq!(
+            judge(&facts(vec![lg.clone(), px.clone()]))[2].status,
+            Status::Warning
+        );
+        assert_eq!(
+            judge(&facts(vec![px.clone(), lg.clone()]))[2].status,
+            Status::Ok
+        );
         assert_eq!(judge(&facts(vec![px]))[2].status, Status::Warning);
         assert_eq!(judge(&facts(vec![lg]))[2].status, Status::Ok);
     }

@@ -8,8 +8,14 @@ use super::{quote, Outcome, Status};
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.pmix.offered", "an mpi/pmix plugin is installed (srun --mpi=list offers pmix)"),
-    ("node.pmix.loads", "the PMIx library the pmix plugin loads at run time is present"),
+    (
+        "node.pmix.offered",
+        "an mpi/pmix plugin is installed (srun --mpi=list offers pmix)",
+    ),
+    (
+        "node.pmix.loads",
+        "the PMIx library the pmix plugin loads at run time is present",
+    ),
 ];
 
 /// One installed `mpi_pmix*.so` and where its `libpmix.so` was looked for.
@@ -42,7 +48,11 @@ pub fn judge(f: &PmixFacts) -> Vec<Outcome> {
         .mpi_default
         .as_deref()
         .is_some_and(|d| d.to_ascii_lowercase().starts_with("pmix"));
-    let severity = if default_pmix { Status::Critical } else { Status::Warning };
+    let severity = if default_pmix {
+        Status::Critical
+    } else {
+        Status::Warning
+    };
     let why_default = if default_pmix {
         "MpiDefault=pmix, so every srun on this node fails"
     } else {

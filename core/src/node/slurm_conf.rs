@@ -8,10 +8,22 @@ use crate::slurm_conf::SlurmConf;
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
-    ("node.slurm_conf.parse", "slurm.conf and its includes parse and define this node"),
-    ("node.slurm_conf.cpus", "CPUs, Boards, Sockets, CoresPerSocket, ThreadsPerCore not above the hardware"),
-    ("node.slurm_conf.real_memory", "RealMemory set and not above the node's memory (slurmd -C)"),
-    ("node.slurm_conf.gres", "Gres=gpu:N matches the GPU device files gres.conf names, and they exist"),
+    (
+        "node.slurm_conf.parse",
+        "slurm.conf and its includes parse and define this node",
+    ),
+    (
+        "node.slurm_conf.cpus",
+        "CPUs, Boards, Sockets, CoresPerSocket, ThreadsPerCore not above the hardware",
+    ),
+    (
+        "node.slurm_conf.real_memory",
+        "RealMemory set and not above the node's memory (slurmd -C)",
+    ),
+    (
+        "node.slurm_conf.gres",
+        "Gres=gpu:N matches the GPU device files gres.conf names, and they exist",
+    ),
 ];
 
 /// The node's hardware as `slurmd -C` reports it (gathered from `/sys` and `/proc/meminfo`).
@@ -56,9 +68,7 @@ pub fn gres_gpu_count(gres: &str) -> u32 {
             let mut parts = g.split(':');
             (parts.next()? == "gpu").then(|| {
                 let rest: Vec<&str> = parts.collect();
-                rest.last()
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .unwrap_or(1)
+                rest.last().and_then(|n| n.parse::<u32>().ok()).unwrap_or(1)
             })
         })
         .sum()
@@ -118,8 +128,14 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
     let hw = match &f.hw {
         Ok(h) => Some(h),
         Err(e) => {
-            out.push(Outcome::unknown("node.slurm_conf.cpus", format!("hardware unknown: {e}")));
-            out.push(Outcome::unknown("node.slurm_conf.real_memory", format!("hardware unknown: {e}")));
+            out.push(Outcome::unknown(
+                "node.slurm_conf.cpus",
+                format!("hardware unknown: {e}"),
+            ));
+            out.push(Outcome::unknown(
+                "node.slurm_conf.real_memory",
+                format!("hardware unknown: {e}"),
+            ));
             None
         }
     };
@@ -133,16 +149,23 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
             hw.cores_per_socket,
             hw.threads_per_core
         );
-        let sockets = num("Sockets").or_else(|| {
-            num("SocketsPerBoard").map(|s| s * num("Boards").unwrap_or(1))
-        });
+        let sockets = num("Sockets")
+            .or_else(|| num("SocketsPerBoard").map(|s| s * num("Boards").unwrap_or(1)));
         let mut over = vec![];
         for (name, conf_v, hw_v) in [
             ("CPUs", num("CPUs"), hw.cpus as u64),
             ("Boards", num("Boards"), hw.boards as u64),
             ("Sockets", sockets, hw.sockets as u64),
-            ("CoresPerSocket", num("CoresPerSocket"), hw.cores_per_socket as u64),
-            ("ThreadsPerCore", num("ThreadsPerCore"), hw.threads_per_core as u64),
+            (
+                "CoresPerSocket",
+                num("CoresPerSocket"),
+                hw.cores_per_socket as u64,
+            ),
+            (
+                "ThreadsPerCore",
+                num("ThreadsPerCore"),
+                hw.threads_per_core as u64,
+            ),
         ] {
             if let Some(c) = conf_v {
                 if c > hw_v {
@@ -150,9 +173,14 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
                 }
             }
         }
-        let total = sockets.unwrap_or(1) * num("CoresPerSocket").unwrap_or(1) * num("ThreadsPerCore").unwrap_or(1);
+        let total = sockets.unwrap_or(1)
+            * num("CoresPerSocket").unwrap_or(1)
+            * num("ThreadsPerCore").unwrap_or(1);
         if over.is_empty() && total > hw.cpus as u64 {
-            over.push(format!("Sockets×CoresPerSocket×ThreadsPerCore={total} (has {} CPUs)", hw.cpus));
+            over.push(format!(
+                "Sockets×CoresPerSocket×ThreadsPerCore={total} (has {} CPUs)",
+                hw.cpus
+            ));
         }
         out.push(if !over.is_empty() {
             Outcome::new(
@@ -261,7 +289,9 @@ mod tests {
 
     #[test]
     fn this_machines_line_is_ok() {
-        let out = judge(&facts("NodeName=vm CPUs=2 RealMemory=12052 Gres=gpu:2,nic:1"));
+        let out = judge(&facts(
+            "NodeName=vm CPUs=2 RealMemory=12052 Gres=gpu:2,nic:1",
+        ));
         assert_eq!(out.len(), CHECKS.len());
         assert!(out.iter().all(|o| o.status == Status::Ok), "{out:?}");
     }
@@ -269,26 +299,62 @@ mod tests {
     #[test]
     fn real_memory_above_hardware_is_critical_with_slurmd_c_value() {
         let f = facts("NodeName=vm CPUs=2 RealMemory=30000 Gres=gpu:2");
-        let o = judge(&f).into_iter().find(|o| o.id == "node.slurm_conf.real_memory").unwrap();
+        let o = judge(&f)
+            .into_iter()
+            .find(|o| o.id == "node.slurm_conf.real_memory")
+            .unwrap();
         assert_eq!(o.status, Status::Critical);
         assert!(o.fix.contains("RealMemory=24105"), "{}", o.fix);
-        assert_eq!(status(&facts("NodeName=vm CPUs=2 Gres=gpu:2"), "node.slurm_conf.real_memory"), Status::Warning);
+        assert_eq!(
+            status(
+                &facts("NodeName=vm CPUs=2 Gres=gpu:2"),
+                "node.slurm_conf.real_memory"
+            ),
+            Status::Warning
+        );
     }
 
     #[test]
     fn cpus_above_hardware_and_topology_products() {
-        assert_eq!(status(&facts("NodeName=vm CPUs=4 RealMemory=1 Gres=gpu:2"), "node.slurm_conf.cpus"), Status::Critical);
         assert_eq!(
-            status(&facts("NodeName=vm Sockets=2 CoresPerSocket=2 RealMemory=1 Gres=gpu:2"), "node.slurm_conf.cpus"),
+            status(
+                &facts("NodeName=vm CPUs=4 RealMemory=1 Gres=gpu:2"),
+                "node.slurm_conf.cpus"
+            ),
             Status::Critical
         );
-        assert_eq!(status(&facts("NodeName=vm CPUs=1 RealMemory=1 Gres=gpu:2"), "node.slurm_conf.cpus"), Status::Ok);
-        assert_eq!(status(&facts("NodeName=vm RealMemory=1 Gres=gpu:2"), "node.slurm_conf.cpus"), Status::Warning);
+        assert_eq!(
+            status(
+                &facts("NodeName=vm Sockets=2 CoresPerSocket=2 RealMemory=1 Gres=gpu:2"),
+                "node.slurm_conf.cpus"
+            ),
+            Status::Critical
+        );
+        assert_eq!(
+            status(
+                &facts("NodeName=vm CPUs=1 RealMemory=1 Gres=gpu:2"),
+                "node.slurm_conf.cpus"
+            ),
+            Status::Ok
+        );
+        assert_eq!(
+            status(
+                &facts("NodeName=vm RealMemory=1 Gres=gpu:2"),
+                "node.slurm_conf.cpus"
+            ),
+            Status::Warning
+        );
     }
 
     #[test]
     fn gres_count_mismatch_and_missing_files() {
-        assert_eq!(status(&facts("NodeName=vm CPUs=2 RealMemory=1 Gres=gpu:h100:4"), "node.slurm_conf.gres"), Status::Critical);
+        assert_eq!(
+            status(
+                &facts("NodeName=vm CPUs=2 RealMemory=1 Gres=gpu:h100:4"),
+                "node.slurm_conf.gres"
+            ),
+            Status::Critical
+        );
         let mut f = facts("NodeName=vm CPUs=2 RealMemory=1 Gres=gpu:2");
         f.missing_gpu_files = vec!["/dev/fakegpu1".into()];
         assert_eq!(status(&f, "node.slurm_conf.gres"), Status::Critical);
