@@ -190,6 +190,15 @@ start_slurm() {
   for _ in $(seq 50); do on scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
   on slurmd
   wait_idle
+  # Jobs left by an interrupted run (a killed srun can leave its job RUNNING with no step) would hold
+  # CPUs and make every later test wait for resources.
+  local jobs
+  jobs=$(on squeue -h -o %i 2>/dev/null | tr '\n' ' ' || true)
+  if [ -n "${jobs// /}" ]; then
+    log "cancelling leftover jobs: $jobs"
+    # shellcheck disable=SC2086
+    on scancel $jobs || true
+  fi
 }
 
 add_user() {

@@ -112,6 +112,10 @@ pub struct Policy {
     /// `timing=yes|no`: log each callback's duration in µs (srun's stderr, slurmd's log), for
     /// `scripts/bench-launch.py --timing`.
     pub timing: bool,
+    /// `agent_socket=PATH|none`: where each launch's verdict is reported to `launchguard agent`
+    /// (default `/run/launchguard/agent.sock`; `none` disables reports). Fail-open: a missing or busy
+    /// agent never delays or fails a launch.
+    pub agent_socket: Option<String>,
 }
 
 impl Default for Policy {
@@ -128,6 +132,7 @@ impl Default for Policy {
             fabric: FabricChoice::Auto,
             nccl_rules: DEFAULT_NCCL_RULES.into(),
             timing: false,
+            agent_socket: Some(crate::protocol::DEFAULT_SOCKET.into()),
         }
     }
 }
@@ -185,6 +190,10 @@ impl Policy {
             }
         ));
         out.push(format!("nccl_rules={}", self.nccl_rules));
+        out.push(format!(
+            "agent_socket={}",
+            self.agent_socket.as_deref().unwrap_or("none")
+        ));
         out
     }
 }
@@ -226,6 +235,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "fabric",
     "nccl_rules",
     "timing",
+    "agent_socket",
 ];
 
 /// An absolute path without whitespace or control characters (plugstack splits on whitespace).
@@ -280,7 +290,8 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                     )),
                 }
             }
-            "enroot_conf" | "enroot_runtime_path" | "nccl_rules" => {
+            "agent_socket" if value.eq_ignore_ascii_case("none") => policy.agent_socket = None,
+            "enroot_conf" | "enroot_runtime_path" | "nccl_rules" | "agent_socket" => {
                 if !valid_path(value) {
                     problem(format!(
                         "'{}' is not an absolute path; using the default",
@@ -290,6 +301,8 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                     policy.enroot_conf = value.into();
                 } else if key == "nccl_rules" {
                     policy.nccl_rules = value.into();
+                } else if key == "agent_socket" {
+                    policy.agent_socket = Some(value.into());
                 } else {
                     policy.enroot_runtime_path = Some(value.into());
                 }

@@ -11,9 +11,11 @@
 //! | slurmstepd task child (remote) | `task_init_privileged` | [`stepd`]     |
 //! | the task, as the user (remote) | `task_init`            | [`stepd`]     |
 //!
-//! All `unsafe` lives in [`ffi`]. The plugin starts no threads, makes no network calls, and fails open:
+//! All `unsafe` lives in [`ffi`]. The plugin starts no threads, makes no network calls (its one
+//! message per launch goes to the local agent's Unix socket, non-blocking: [`agent_client`]), and fails open:
 //! a panic or an unreadable fact lets the launch go on.
 
+pub mod agent_client;
 pub mod allocator;
 pub mod dispatch;
 pub mod enroot;

@@ -49,5 +49,17 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     if verdict.reject {
         ffi::log_user(STOPPED);
     }
+    if !verdict.shown.is_empty() {
+        // Before allocation there is no job yet; slurmstepd reports the steps that run.
+        crate::agent_client::report(
+            &policy,
+            "srun",
+            None,
+            None,
+            crate::agent_client::euid(),
+            &verdict.shown,
+            verdict.reject,
+        );
+    }
     !verdict.reject
 }

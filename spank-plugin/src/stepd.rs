@@ -42,6 +42,9 @@ const FIRST_SPECIAL_STEP: u64 = 0xffff_fff0;
 struct StepState {
     policy: Policy,
     label: String,
+    job: u64,
+    step: u64,
+    uid: u32,
     marker: Option<SrunMarker>,
     cpus: Verdict,
     /// Node facts for `task_init`'s checks, gathered once here (before the tasks fork).
@@ -127,6 +130,9 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     Some(StepState {
         policy,
         label,
+        job,
+        step,
+        uid: u32::try_from(uid).unwrap_or(u32::MAX),
         marker,
         cpus,
         host,
@@ -134,16 +140,19 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
 }
 
 /// Prints a verdict's findings from one task only and logs them; returns whether the task may go on.
+/// The findings shown are added to `seen` for the agent report.
 fn speak(
     sp: &Spank,
     st: &StepState,
     findings: Vec<launchguard_core::Finding>,
     per_node: bool,
+    seen: &mut Vec<launchguard_core::Finding>,
 ) -> bool {
     if findings.is_empty() {
         return true;
     }
     let v = judge(findings, &st.policy);
+    seen.extend(v.shown.iter().cloned());
     let me = if per_node {
         sp.get_number(NumItem::TaskLocalId)
     } else {
@@ -167,6 +176,7 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
     let Some(Some(st)) = STATE.get() else {
         return true;
     };
+    let local0 = sp.get_number(NumItem::TaskLocalId) == Some(0);
     if st.cpus.reject {
         if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
             for f in &st.cpus.shown {
@@ -174,19 +184,39 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
             }
             ffi::log_user(STOPPED);
         }
+        if local0 {
+            report(st, "step", &st.cpus.shown, true);
+        }
         return false;
     }
     let _ = TIP_MNT_NS.set(mnt_ns());
     let mut ok = true;
+    let mut seen = st.cpus.shown.clone();
     if st.policy.mode_for(CheckKind::EnrootRuntime) != Mode::Off {
         let container = st.marker.as_ref().map(|m| m.container);
         let (findings, repaired) = crate::enroot::check(&st.policy, container);
         if let Some(line) = repaired {
             ffi::log_info(&format!("{line} ({})", st.label));
         }
-        ok &= speak(sp, st, findings, true);
+        ok &= speak(sp, st, findings, true, &mut seen);
+    }
+    if local0 {
+        report(st, "step", &seen, !ok);
     }
     ok
+}
+
+/// The step's verdict on this node, to the agent (root phase: every step; user phase: only findings).
+fn report(st: &StepState, phase: &str, shown: &[launchguard_core::Finding], reject: bool) {
+    crate::agent_client::report(
+        &st.policy,
+        phase,
+        Some(st.job),
+        Some(st.step),
+        st.uid,
+        shown,
+        reject,
+    );
 }
 
 /// Judges what the task's program will get; stops every task on a rejection (the first task of each
@@ -196,6 +226,7 @@ pub fn task_init(sp: &Spank) -> bool {
         return true;
     };
     let mut findings = vec![];
+    let mut seen = vec![];
     if st.policy.mode_for(CheckKind::ExportAll) != Mode::Off {
         let step_env = StepEnv {
             has_path: sp.getenv("PATH").is_some(),
@@ -228,10 +259,13 @@ pub fn task_init(sp: &Spank) -> bool {
             ));
         }
         if st.policy.mode_for(CheckKind::Devices) != Mode::Off {
-            ok &= speak(sp, st, devices::check(&step_devices(sp, st, h)), true);
+            ok &= speak(sp, st, devices::check(&step_devices(sp, st, h)), true, &mut seen);
         }
     }
-    ok &= speak(sp, st, findings, false);
+    ok &= speak(sp, st, findings, false, &mut seen);
+    if !seen.is_empty() && sp.get_number(NumItem::TaskLocalId) == Some(0) {
+        report(st, "task", &seen, !ok);
+    }
     ok
 }
 

@@ -1,0 +1,125 @@
+//! Reports each launch's verdict to `launchguard agent` over its Unix socket (protocol:
+//! `launchguard_core::protocol`). Fail-open by construction: one non-blocking `connect` (a full
+//! backlog, a missing socket or a dead agent fail at once with EAGAIN/ENOENT/ECONNREFUSED), one
+//! non-blocking `send` with `MSG_NOSIGNAL` (a wedged agent that stopped reading fills its buffer and
+//! the send fails at once; no SIGPIPE), no reply awaited, no retry, no thread. Costs tens of
+//! microseconds; nothing is printed to the user when the agent is away.
+
+use launchguard_core::protocol::{Report, ReportFinding, VERSION};
+use launchguard_core::{Finding, Policy};
+use socket2::{Domain, SockAddr, Socket, Type};
+
+/// `MSG_NOSIGNAL` (Linux): a closed peer gives EPIPE instead of killing srun with SIGPIPE.
+const MSG_NOSIGNAL: i32 = 0x4000;
+
+/// Sends one line; any failure is returned for the caller to ignore (or log at debug level).
+pub fn send_line(path: &str, line: &str) -> std::io::Result<()> {
+    let s = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    s.set_nonblocking(true)?;
+    s.connect(&SockAddr::unix(path)?)?;
+    let n = s.send_with_flags(line.as_bytes(), MSG_NOSIGNAL)?;
+    if n != line.len() {
+        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "partial send"));
+    }
+    Ok(())
+}
+
+/// This node's hostname (short).
+pub fn node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().split('.').next().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+/// The effective uid of this process (the owner of `/proc/self`), without `unsafe`.
+pub fn euid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(u32::MAX)
+}
+
+/// What a verdict did.
+pub fn action(shown: &[Finding], reject: bool) -> &'static str {
+    if reject {
+        "rejected"
+    } else if shown.is_empty() {
+        "allowed"
+    } else {
+        "warned"
+    }
+}
+
+/// Builds and sends a report when the policy names an agent socket; never fails the caller.
+#[allow(clippy::too_many_arguments)]
+pub fn report(
+    policy: &Policy,
+    phase: &str,
+    job: Option<u64>,
+    step: Option<u64>,
+    uid: u32,
+    shown: &[Finding],
+    reject: bool,
+) {
+    let Some(path) = policy.agent_socket.as_deref() else { return };
+    let r = Report {
+        v: VERSION,
+        phase: phase.into(),
+        job,
+        step,
+        uid,
+        node: node_name(),
+        mode: policy.mode.as_str().into(),
+        action: action(shown, reject).into(),
+        findings: shown
+            .iter()
+            .take(16)
+            .map(|f| ReportFinding {
+                id: f.id().into(),
+                severity: match f.severity {
+                    launchguard_core::finding::Severity::Error => "error".into(),
+                    launchguard_core::finding::Severity::Warning => "warning".into(),
+                },
+                message: launchguard_core::finding::clip(&f.to_string(), 1000),
+            })
+            .collect(),
+    };
+    let _ = send_line(path, &r.to_json_line());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn a_missing_socket_fails_fast_and_quietly() {
+        let t = std::time::Instant::now();
+        assert!(send_line("/nonexistent/launchguard.sock", "x\n").is_err());
+        assert!(t.elapsed() < std::time::Duration::from_millis(50));
+    }
+
+    #[test]
+    fn a_full_backlog_does_not_block() {
+        let dir = std::env::temp_dir().join(format!("lg-client-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let p = dir.join("s.sock");
+        let _ = std::fs::remove_file(&p);
+        let l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+        let path = p.to_str().unwrap();
+        // Never accept: after the backlog fills, connect must fail at once instead of blocking.
+        let t = std::time::Instant::now();
+        let mut failures = 0;
+        for _ in 0..300 {
+            if send_line(path, "{}\n").is_err() {
+                failures += 1;
+            }
+        }
+        assert!(failures > 0, "the backlog never filled");
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
+        // A line that got through is whole.
+        let (mut c, _) = l.accept().unwrap();
+        let mut b = [0u8; 3];
+        c.read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"{}\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
