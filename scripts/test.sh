@@ -30,6 +30,9 @@ for c in $RELEASES; do
 done
 echo "test: cargo test --release --workspace (host cluster: $(srun --version))" >&2
 cargo test --release --workspace 2>&1 | tee -a "$LOG"
+# Packages (scripts/test-package.sh): build the .deb and .rpm, install the .deb, srun against the
+# installed plugin, refuse removal while plugstack loads it, purge; host cluster only.
+case " $RELEASES " in *" host "*) scripts/test-package.sh 2>&1 | tee -a "$LOG" ;; esac
 # Leave both clusters as the demo does: launchguard listed in warn mode.
 for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh install-plugin mode=warn; done
 # One closing line over every cargo test run above (both clusters, every crate).

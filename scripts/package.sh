@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Builds launchguard's .deb and .rpm for the Slurm release whose headers are installed:
+#
+#   scripts/package.sh        → target/packages/launchguard_<ver>-1+slurmXX.YY_amd64.deb
+#                                target/packages/launchguard-<ver>-1.slurmXX.YY.x86_64.rpm
+#
+# Steps: read the Slurm release from slurm_version.h (the plugin loads only on that major.minor, so
+# the package version names it, like Pyxis's), `cargo build --release` of the plugin and the
+# launchguard binary, man pages and shell completions from the CLI definition
+# (`launchguard generate-docs`), then cargo-deb and cargo-generate-rpm (installed with
+# `cargo install --locked` when missing: several minutes on a small machine). Needs no root.
+#
+#   SLURM_INCLUDE_DIR=DIR   build against DIR/slurm/*.h instead of /usr/include (another release);
+#                           then the build goes to target/slurm-XX.YY/ like `cluster.sh build-plugin`
+#   LG_PACKAGE_REVISION=N   package revision (default 1)
+#
+# The .deb's Depends on slurm-wlm-basic-plugins come from [package.metadata.deb.variants.slurm-XX-YY]
+# in node-agent/Cargo.toml (one per release); the .rpm's Requires: slurm and release are set here.
+# The .rpm holds binaries built on this machine: build it on the oldest distribution it must run on
+# (its glibc), with that distribution's Slurm headers.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT=$ROOT/target/packages
+STAGE=$OUT/stage
+REVISION=${LG_PACKAGE_REVISION:-1}
+
+log() { printf 'package: %s\n' "$*" >&2; }
+die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
+
+# The Slurm release of the headers the plugin is built against (what spank-plugin/build.rs reads).
+INCLUDE=${SLURM_INCLUDE_DIR:-/usr/include}
+vh=$INCLUDE/slurm/slurm_version.h
+[ -f "$vh" ] || die "$vh not found: install libslurm-dev (RHEL: slurm-devel) or set SLURM_INCLUDE_DIR"
+num=$(awk '$1 == "#define" && $2 == "SLURM_VERSION_NUMBER" { print $3 }' "$vh")
+[ -n "$num" ] || die "no SLURM_VERSION_NUMBER in $vh"
+major=$(( (num >> 16) & 0xff )); minor=$(( (num >> 8) & 0xff ))
+SLURM_REL=$(printf '%d.%02d' "$major" "$minor")
+next_minor=$(printf '%d.%02d' "$major" $((minor + 1)))
+VARIANT=slurm-$major-$(printf '%02d' "$minor")
+if [ "$INCLUDE" != /usr/include ]; then
+  export SLURM_INCLUDE_DIR=$INCLUDE
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/slurm-$SLURM_REL}
+fi
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+VERSION=$(cargo pkgid -p launchguard | sed 's/.*[@#]//')
+log "launchguard $VERSION for Slurm $SLURM_REL (headers: $vh)"
+grep -qF "[package.metadata.deb.variants.$VARIANT]" node-agent/Cargo.toml ||
+  die "no [package.metadata.deb.variants.$VARIANT] in node-agent/Cargo.toml: add one (name and Depends on slurm-wlm-basic-plugins $SLURM_REL) for this Slurm release"
+
+for tool in deb generate-rpm; do
+  if ! cargo "$tool" --version >/dev/null 2>&1; then
+    log "installing cargo-$tool (cargo install --locked; takes minutes)"
+    cargo install --locked --quiet "cargo-$tool"
+  fi
+done
+
+log "cargo build --release -p spank-launchguard -p launchguard"
+cargo build --release --quiet -p spank-launchguard -p launchguard
+BIN=$TARGET_DIR/release/launchguard
+[ -f "$TARGET_DIR/release/libspank_launchguard.so" ] || die "$TARGET_DIR/release/libspank_launchguard.so was not built"
+
+# Generated files the manifests' assets name: man pages, completions, the RPM's plugstack snippet.
+rm -rf "$STAGE"
+mkdir -p "$STAGE/rpm"
+"$BIN" generate-docs --help >/dev/null 2>&1 ||
+  die "$BIN has no generate-docs subcommand (man pages and completions come from it)"
+"$BIN" generate-docs --out "$STAGE"
+ls "$STAGE"/man/*.1 >/dev/null 2>&1 || die "generate-docs wrote no man pages into $STAGE/man"
+for f in launchguard.bash _launchguard launchguard.fish; do
+  [ -s "$STAGE/completions/$f" ] || die "generate-docs wrote no $STAGE/completions/$f"
+done
+gzip -9n "$STAGE"/man/*.1
+# One plugstack snippet, two plugin directories: Debian's multiarch slurm-wlm/ and RHEL's lib64/slurm/.
+sed 's|/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so|/usr/lib64/slurm/spank_launchguard.so|' \
+  packaging/50-launchguard.conf > "$STAGE/rpm/50-launchguard.conf"
+grep -q '^required /usr/lib64/slurm/spank_launchguard.so' "$STAGE/rpm/50-launchguard.conf" ||
+  die "packaging/50-launchguard.conf does not name /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so"
+# cargo-deb strips what it packages; cargo-generate-rpm does not. --strip-unneeded keeps the .so's
+# dynamic symbols (slurm_spank_init_post_opt…, plugin_name, plugin_version).
+strip --strip-unneeded -o "$STAGE/rpm/launchguard" "$BIN"
+strip --strip-unneeded -o "$STAGE/rpm/spank_launchguard.so" "$TARGET_DIR/release/libspank_launchguard.so"
+
+mkdir -p "$OUT"
+rm -f "$OUT"/launchguard_*.deb "$OUT"/launchguard-*.rpm
+DEB_VERSION=$VERSION-$REVISION+slurm$SLURM_REL
+log "cargo deb (variant $VARIANT, version $DEB_VERSION)"
+# (cargo-deb warns that the staged ../target/packages/ assets are not Cargo build products: they are not.)
+cargo deb -p launchguard --no-build --variant "$VARIANT" --deb-version "$DEB_VERSION" -o "$OUT/" 2>&1 |
+  grep -v "does not match the pattern, and will not be built" >&2 || true
+ls "$OUT"/launchguard_*.deb >/dev/null 2>&1 || die "cargo deb made no .deb"
+log "cargo generate-rpm (release $REVISION.slurm$SLURM_REL, requires slurm >= $SLURM_REL, < $next_minor)"
+cargo generate-rpm -p node-agent -o "$OUT/" \
+  -s "release = \"$REVISION.slurm$SLURM_REL\"" \
+  -s "requires = { slurm = \">= $SLURM_REL, < $next_minor\" }"
+ls -l "$OUT"/launchguard_*.deb "$OUT"/launchguard-*.rpm
