@@ -46,6 +46,21 @@ run() {
   sed 's/^/    | /' "$WORK/$n.out" "$WORK/$n.err" | head -n "${SHOW_LINES:-12}"
 }
 rc() { cat "$WORK/$1.rc"; }
+# dpkg_wait ARGS…: dpkg, waiting up to 5 minutes while another dpkg/apt holds the lock.
+dpkg_wait() {
+  local i err status
+  err=$(mktemp)
+  for i in $(seq 150); do
+    status=0
+    dpkg "$@" 2>"$err" || status=$?
+    if [ "$status" = 0 ] || ! grep -q 'lock was locked by another process' "$err"; then
+      cat "$err" >&2; rm -f "$err"; return "$status"
+    fi
+    [ "$i" = 1 ] && echo "test-package: waiting for the dpkg lock" >&2
+    sleep 2
+  done
+  cat "$err" >&2; rm -f "$err"; return 2
+}
 
 MOVED=no
 cleanup() {
@@ -56,7 +71,7 @@ cleanup() {
     # (the prerm refuses otherwise), then put the cluster's drop-in back.
     rm -f "$DROPIN"
     if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; then
-      dpkg --purge "$PKG" >/dev/null 2>&1
+      dpkg_wait --purge "$PKG" >/dev/null 2>&1
     fi
     if [ -e "$WORK/dropin.saved" ] || [ -L "$WORK/dropin.saved" ]; then mv -f "$WORK/dropin.saved" "$DROPIN"; fi
   fi
@@ -131,9 +146,13 @@ echo "test-package: 3. dpkg -i" >&2
 if [ -e "$DROPIN" ] || [ -L "$DROPIN" ]; then mv -f "$DROPIN" "$WORK/dropin.saved"; fi
 MOVED=yes
 ( cd /etc/slurm && find . -path ./plugstack.conf.d/50-launchguard.conf -prune -o -type f -print0 | sort -z | xargs -0 sha256sum ) >"$WORK/etc-slurm.before"
-if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; then dpkg --purge "$PKG" >/dev/null; fi
-SHOW_LINES=20 run dpkg-install dpkg -i "$DEB"
+if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; then dpkg_wait --purge "$PKG" >/dev/null; fi
+SHOW_LINES=20 run dpkg-install dpkg_wait -i "$DEB"
 check "dpkg -i installs the .deb" [ "$(rc dpkg-install)" = 0 ]
+if [ "$(rc dpkg-install)" != 0 ]; then
+  echo "test result: FAILED. $PASS passed; $FAIL failed; (scripts/test-package.sh: stopped, the .deb did not install)"
+  exit 1
+fi
 for f in /usr/bin/launchguard "$SO" "$UNIT" /usr/lib/tmpfiles.d/launchguard.conf \
   /usr/share/launchguard/tmpfiles.d/enroot-runtime.conf "$SNIPPET" /etc/launchguard/launchguard.toml \
   /usr/share/bash-completion/completions/launchguard /usr/share/zsh/vendor-completions/_launchguard \
@@ -186,11 +205,30 @@ try:
 except ValueError:
     [json.loads(l) for l in t.splitlines() if l.strip()]
 ' '$WORK/lg-check.out'"
+# systemd is not PID 1 here, so the unit cannot be started; instead the installed agent's checks run
+# under the unit's capability bound (CapabilityBoundingSet=, NoNewPrivileges=), a read-only root
+# (ProtectSystem=strict) and a private /tmp, and must judge the node exactly as unconfined root does.
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT" | tr '[:upper:]' '[:lower:]' | sed 's/cap_/+/g; s/ /,/g')
+launchguard check --json >"$WORK/check-root.json" || true
+# shellcheck disable=SC2016 # $1 expands in the inner sh
+unshare -m sh -c 'mount --make-rprivate / && mount -o remount,bind,ro / && mount -t tmpfs tmpfs /tmp &&
+  exec setpriv --bounding-set=-all,"$1" --inh-caps=-all --no-new-privs launchguard check --json' sh "$caps" \
+  >"$WORK/check-sandbox.json" || true
+check "under the unit's bound (-all,$caps, no_new_privs, read-only /) launchguard check judges the node as root does" \
+  python3 -c '
+import json, sys
+def load(p):
+    return {c["id"]: c["status"] for c in json.load(open(p))["checks"]}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
+print("    | %d checks, differences: %s" % (len(a), diff or "none"))
+sys.exit(1 if diff or not a else 0)
+' "$WORK/check-root.json" "$WORK/check-sandbox.json"
 
 echo "test-package: 5. removal" >&2
 rm -f "$DROPIN"
 ln -s "$SNIPPET" "$DROPIN"
-run dpkg-remove-linked dpkg -r "$PKG"
+run dpkg-remove-linked dpkg_wait -r "$PKG"
 check "dpkg -r is refused while plugstack loads the .so, naming the line" \
   bash -c "[ $(rc dpkg-remove-linked) != 0 ] && grep -q 'not removed: plugstack still loads $SO' '$WORK/dpkg-remove-linked.err' \
     && grep -qF '$DROPIN:' '$WORK/dpkg-remove-linked.err'"
@@ -205,7 +243,7 @@ check "a required line to a missing .so fails srun (what the prerm prevents)" [ 
 rm -f "$MISSING"
 # The documented order: the plugstack line first, then the package.
 rm -f "$DROPIN"
-run dpkg-purge dpkg --purge "$PKG"
+run dpkg-purge dpkg_wait --purge "$PKG"
 check "dpkg --purge succeeds once the line is gone" [ "$(rc dpkg-purge)" = 0 ]
 for f in "$SO" /usr/bin/launchguard "$UNIT" /etc/launchguard /usr/share/launchguard /run/launchguard; do
   check "purged: $f is gone" bash -c "! [ -e '$f' ]"
