@@ -47,6 +47,8 @@ install_packages() {
     command -v "${cmd_pkg%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${cmd_pkg%%:*}" ] || need+=("${cmd_pkg#*:}")
   done
   [ -f /usr/include/slurm/spank.h ] || need+=(libslurm-dev)
+  # The PMIx library Slurm's mpi/pmix plugin loads (node.pmix tests hide it in a mount namespace).
+  [ -n "$R" ] || [ -e /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so ] || need+=(libpmix-dev)
   ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]} (apt-get)"

@@ -50,8 +50,10 @@ pub fn run_once(cfg: Config, only: &[String]) -> NodeReport {
         .build()
         .expect("a tokio runtime");
     let runner = Runner::new(Ctx::new(cfg));
-    rt.block_on(runner.run(only))
-    // The runtime's drop does not wait for a hung blocking family (shutdown_background below).
+    let rep = rt.block_on(runner.run(only));
+    // A family that timed out may still be blocked in the kernel: do not wait for its thread.
+    rt.shutdown_background();
+    rep
 }
 
 /// Prints a report as a table: problems first (or every check with `verbose`), then a summary line.

@@ -67,11 +67,16 @@ fn embedded_dirs(so: &Path) -> Vec<String> {
     out
 }
 
-fn in_ld_cache(name: &[u8]) -> bool {
-    std::fs::read("/etc/ld.so.cache").is_ok_and(|c| {
-        c.windows(name.len() + 1)
-            .any(|w| &w[..name.len()] == name && w[name.len()] == 0)
-    })
+/// Paths ld.so.cache maps `name` to that exist (the cache stores the full path of every entry as a
+/// NUL-terminated string; an entry whose file is gone does not load).
+fn in_ld_cache(name: &str) -> Option<String> {
+    let c = std::fs::read("/etc/ld.so.cache").ok()?;
+    let suffix = format!("/{name}");
+    c.split(|b| *b == 0)
+        .filter_map(|s| std::str::from_utf8(s).ok())
+        .filter(|s| s.starts_with('/') && s.ends_with(&suffix))
+        .find(|s| Path::new(s).exists())
+        .map(|s| format!("{s} (ld.so.cache)"))
 }
 
 /// Gathers the pmix family's facts.
@@ -151,8 +156,8 @@ fn find_lib(ctx: &Ctx, so: &Path) -> Result<String, Vec<String>> {
         }
         searched.push(d.to_string());
     }
-    if in_ld_cache(b"libpmix.so") {
-        return Ok("libpmix.so (ld.so.cache)".into());
+    if let Some(p) = in_ld_cache("libpmix.so") {
+        return Ok(p);
     }
     searched.push("ld.so.cache".into());
     Err(searched)

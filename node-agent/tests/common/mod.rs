@@ -1,0 +1,187 @@
+//! Helpers for the agent's integration tests: run the built `launchguard`, scratch directories, a
+//! private munged, configs.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What a command printed and how it exited.
+#[derive(Debug)]
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The `launchguard` binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_launchguard")
+}
+
+/// Runs a command (argv), 60 s timeout.
+pub fn cmd(argv: &[&str]) -> Out {
+    let o = Command::new("timeout")
+        .arg("60")
+        .args(argv)
+        .output()
+        .expect("spawn");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Runs `launchguard ARGS`.
+pub fn lg(args: &[&str]) -> Out {
+    let mut v = vec![bin()];
+    v.extend_from_slice(args);
+    cmd(&v)
+}
+
+/// A fresh scratch directory `/tmp/lg-agent-tests/<name>`, world-traversable.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from("/tmp/lg-agent-tests").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let _ = cmd(&["chmod", "755", "/tmp/lg-agent-tests", d.to_str().unwrap()]);
+    d
+}
+
+/// Writes a config file into `dir` and returns its path.
+pub fn config(dir: &Path, text: &str) -> String {
+    let p = dir.join("launchguard.toml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+/// `launchguard check --json --config CFG --only ONLY…` → (exit code, parsed report).
+pub fn check(cfg: &str, only: &[&str]) -> (i32, Value) {
+    let mut args = vec!["check", "--json", "--config", cfg];
+    for o in only {
+        args.push("--only");
+        args.push(o);
+    }
+    let o = lg(&args);
+    let v: Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {o:?}"));
+    (o.code, v)
+}
+
+/// The status string of check `id` in a report.
+pub fn status_of(rep: &Value, id: &str) -> String {
+    rep["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not in {rep}"))["status"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The message of check `id`.
+pub fn message_of(rep: &Value, id: &str) -> String {
+    rep["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A private munged (own key, socket, pid file) run as the munge user, stopped on drop.
+pub struct Munged {
+    pub dir: PathBuf,
+    pub key: PathBuf,
+    pub socket: PathBuf,
+    pub pid_file: PathBuf,
+}
+
+impl Munged {
+    /// Creates a key (owner munge, 0400) and starts munged on it.
+    pub fn start(name: &str) -> Munged {
+        let dir = scratch(name);
+        let etc = dir.join("etc");
+        let run = dir.join("run");
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::create_dir_all(&run).unwrap();
+        let key = etc.join("munge.key");
+        let o = cmd(&[
+            "dd",
+            "if=/dev/urandom",
+            &format!("of={}", key.display()),
+            "bs=128",
+            "count=1",
+        ]);
+        assert_eq!(o.code, 0, "{o:?}");
+        for (mode, p) in [("0700", &etc), ("0755", &run)] {
+            assert_eq!(
+                cmd(&["chown", "-R", "munge:munge", p.to_str().unwrap()]).code,
+                0
+            );
+            assert_eq!(cmd(&["chmod", mode, p.to_str().unwrap()]).code, 0);
+        }
+        assert_eq!(cmd(&["chmod", "0400", key.to_str().unwrap()]).code, 0);
+        let m = Munged {
+            socket: run.join("munge.socket"),
+            pid_file: run.join("munged.pid"),
+            key,
+            dir,
+        };
+        m.run();
+        m
+    }
+
+    /// Starts munged (again).
+    pub fn run(&self) {
+        let o = cmd(&[
+            "runuser",
+            "-u",
+            "munge",
+            "--",
+            "munged",
+            &format!("--key-file={}", self.key.display()),
+            &format!("--socket={}", self.socket.display()),
+            &format!("--pid-file={}", self.pid_file.display()),
+            &format!("--log-file={}", self.dir.join("etc/munged.log").display()),
+            &format!("--seed-file={}", self.dir.join("etc/munged.seed").display()),
+        ]);
+        assert_eq!(o.code, 0, "munged did not start: {o:?}");
+    }
+
+    /// Stops munged through its pid file and waits for it to exit.
+    pub fn stop(&self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
+            let pid = pid.trim().to_string();
+            let _ = cmd(&["kill", &pid]);
+            for _ in 0..100 {
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// The `[munge]` config section for this munged.
+    pub fn section(&self) -> String {
+        format!(
+            "[munge]\nkey = \"{}\"\nsocket = \"{}\"\npid_file = \"{}\"\n",
+            self.key.display(),
+            self.socket.display(),
+            self.pid_file.display()
+        )
+    }
+}
+
+impl Drop for Munged {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,392 @@
+//! `launchguard check` against the real services and files of this machine: a private munged with a
+//! key of the wrong mode or owner, stopped, or stale; hostnames resolving to fe80:: or loopback (a
+//! private mount + UTS namespace with its own /etc/hosts); RealMemory above the hardware; the pmix
+//! plugin without its library (hidden in a mount namespace, where srun itself fails the same way);
+//! enroot's runtime directory missing; a required plugstack line to a missing .so; a hung check.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+#[test]
+fn munge_key_mode_owner_and_a_stale_munged_are_found_on_a_real_munged() {
+    let m = Munged::start("munge-key");
+    let cfg = config(&m.dir, &m.section());
+    let (code, rep) = check(&cfg, &["node.munge"]);
+    for c in rep["checks"].as_array().unwrap() {
+        assert_eq!(c["status"], "ok", "{c}");
+    }
+    assert_eq!(code, 0);
+    assert!(rep["facts"]["munge_key_digest"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+
+    let key = m.key.to_str().unwrap();
+    cmd(&["chmod", "0644", key]);
+    let (code, rep) = check(&cfg, &["node.munge"]);
+    assert_eq!(status_of(&rep, "node.munge.key_mode"), "critical");
+    assert!(message_of(&rep, "node.munge.key_mode").contains("chmod 0400"));
+    assert_eq!(code, 2);
+    cmd(&["chmod", "0600", key]);
+    assert_eq!(
+        status_of(
+            &check(&cfg, &["node.munge.key_mode"]).1,
+            "node.munge.key_mode"
+        ),
+        "warning"
+    );
+    cmd(&["chmod", "0400", key]);
+    cmd(&["chown", "root:root", key]);
+    let (_, rep) = check(&cfg, &["node.munge"]);
+    assert_eq!(status_of(&rep, "node.munge.key_owner"), "critical");
+    assert!(message_of(&rep, "node.munge.key_owner").contains("owned by uid 0"));
+    cmd(&["chown", "munge:munge", key]);
+
+    // A new key on disk while munged still runs with the old one: munged's credentials still
+    // round-trip on this node, only the start time gives it away.
+    cmd(&[
+        "dd",
+        "if=/dev/urandom",
+        &format!("of={key}"),
+        "bs=128",
+        "count=1",
+        "conv=notrunc",
+    ]);
+    cmd(&["touch", "-d", "+5 seconds", key]);
+    let (_, rep) = check(&cfg, &["node.munge"]);
+    assert_eq!(status_of(&rep, "node.munge.key_stale"), "critical", "{rep}");
+    assert_eq!(status_of(&rep, "node.munge.roundtrip"), "ok");
+}
+
+#[test]
+fn munged_stopped_is_critical_and_its_round_trip_unknown() {
+    let m = Munged::start("munge-stopped");
+    let cfg = config(&m.dir, &m.section());
+    m.stop();
+    let (code, rep) = check(&cfg, &["node.munge"]);
+    assert_eq!(status_of(&rep, "node.munge.daemon"), "critical");
+    assert!(message_of(&rep, "node.munge.daemon").contains("systemctl enable --now munge"));
+    assert_eq!(status_of(&rep, "node.munge.roundtrip"), "unknown");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn a_munged_with_a_foreign_key_fails_the_round_trip() {
+    // Two munged daemons with different keys: a credential from one does not decode on the other,
+    // as between two nodes with different keys.
+    let a = Munged::start("munge-a");
+    let b = Munged::start("munge-b");
+    let cred = cmd(&["munge", "-n", "-S", a.socket.to_str().unwrap()]);
+    assert_eq!(cred.code, 0);
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "echo '{}' | unmunge -S {}",
+            cred.stdout.trim(),
+            b.socket.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    // And the digests differ, which `launchguard sweep` compares across nodes.
+    let da = check(&config(&a.dir, &a.section()), &["node.munge.key_digest"]).1;
+    let db = check(&config(&b.dir, &b.section()), &["node.munge.key_digest"]).1;
+    assert_ne!(
+        da["facts"]["munge_key_digest"],
+        db["facts"]["munge_key_digest"]
+    );
+}
+
+/// Runs `launchguard check` in a private mount + UTS namespace with its own /etc/hosts and hostname.
+fn check_in_ns(dir: &Path, hosts: &str, hostname: &str, only: &str) -> serde_json::Value {
+    let hp = dir.join("hosts");
+    std::fs::write(&hp, hosts).unwrap();
+    let conf = dir.join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=ns\nNodeName=lgx[1-3] CPUs=1 RealMemory=100\n",
+    )
+    .unwrap();
+    let cfg = config(dir, &format!("slurm_conf = \"{}\"\n", conf.display()));
+    let script = format!(
+        "mount --bind {} /etc/hosts && hostname {hostname} && exec {} check --json --config {cfg} --only {only}",
+        hp.display(),
+        bin()
+    );
+    let o = cmd(&["unshare", "--mount", "--uts", "--", "sh", "-c", &script]);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"))
+}
+
+#[test]
+fn hostnames_resolving_to_fe80_or_only_loopback_are_critical() {
+    let d = scratch("hostname");
+    // The hostname only on an IPv6 line (glibc sorts an IPv4 answer before fe80::, so the failing
+    // case is a name with no IPv4 at all).
+    let rep = check_in_ns(
+        &d,
+        "127.0.0.1 localhost\nfe80::1 lgx1\n",
+        "lgx1",
+        "node.hostname",
+    );
+    assert_eq!(
+        status_of(&rep, "node.hostname.link_local"),
+        "critical",
+        "{rep}"
+    );
+    assert!(message_of(&rep, "node.hostname.link_local").contains("fe80::1"));
+    assert_eq!(
+        status_of(&rep, "node.hostname.resolves"),
+        "critical",
+        "{rep}"
+    );
+    let rep = check_in_ns(
+        &d,
+        "127.0.0.1 localhost\n127.0.1.1 lgx1\n",
+        "lgx1",
+        "node.hostname",
+    );
+    assert_eq!(
+        status_of(&rep, "node.hostname.loopback"),
+        "critical",
+        "{rep}"
+    );
+    assert_eq!(status_of(&rep, "node.hostname.link_local"), "ok");
+    let rep = check_in_ns(&d, "127.0.0.1 localhost\n", "lgx1", "node.hostname");
+    assert_eq!(
+        status_of(&rep, "node.hostname.resolves"),
+        "critical",
+        "{rep}"
+    );
+    // The same namespace with a good entry is clean, so the namespace itself is not the cause.
+    let own = common::cmd(&["hostname", "-I"]).stdout;
+    if let Some(ip) = own.split_whitespace().find(|a| !a.contains(':')) {
+        let rep = check_in_ns(
+            &d,
+            &format!("127.0.0.1 localhost\n{ip} lgx1\n"),
+            "lgx1",
+            "node.hostname",
+        );
+        for id in [
+            "node.hostname.resolves",
+            "node.hostname.link_local",
+            "node.hostname.loopback",
+        ] {
+            assert_eq!(status_of(&rep, id), "ok", "{rep}");
+        }
+    }
+}
+
+#[test]
+fn real_memory_above_what_slurmd_c_reports_is_critical() {
+    let d = scratch("realmem");
+    let real = std::fs::read_to_string("/etc/slurm/slurm.conf").unwrap();
+    let slurmd_c = cmd(&["slurmd", "-C"]).stdout;
+    let mem: u64 = slurmd_c
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("RealMemory="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let node = launchguard_tests::node_name();
+    let write = |m: u64| {
+        let text: String = real
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("NodeName={node} ")) {
+                    l.split_whitespace()
+                        .map(|w| {
+                            if w.starts_with("RealMemory=") {
+                                format!("RealMemory={m}")
+                            } else {
+                                w.to_string()
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(d.join("slurm.conf"), text + "\n").unwrap();
+        config(
+            &d,
+            &format!("slurm_conf = \"{}\"\n", d.join("slurm.conf").display()),
+        )
+    };
+    let (_, rep) = check(&write(mem + 1), &["node.slurm_conf.real_memory"]);
+    assert_eq!(status_of(&rep, "node.slurm_conf.real_memory"), "critical");
+    assert!(
+        message_of(&rep, "node.slurm_conf.real_memory").contains(&format!("RealMemory={mem}")),
+        "{rep}"
+    );
+    let (_, rep) = check(&write(mem), &["node.slurm_conf.real_memory"]);
+    assert_eq!(status_of(&rep, "node.slurm_conf.real_memory"), "ok");
+}
+
+#[test]
+fn pmix_without_its_library_is_detected_and_srun_fails_the_same_way() {
+    let libdir = "/usr/lib/x86_64-linux-gnu/pmix2";
+    if !Path::new(libdir).is_dir() {
+        panic!("{libdir} is missing: scripts/test.sh installs libpmix-dev (apt-get install libpmix-dev)");
+    }
+    let (_, rep) = check("/dev/null", &["node.pmix"]);
+    assert_eq!(status_of(&rep, "node.pmix.offered"), "ok");
+    assert_eq!(status_of(&rep, "node.pmix.loads"), "ok", "{rep}");
+    let d = scratch("pmix");
+    let cfg = config(&d, "");
+    let script = format!(
+        "mount -t tmpfs none {libdir} && {} check --json --config {cfg} --only node.pmix; cd /tmp && srun --mpi=pmix -n1 true",
+        bin()
+    );
+    let o = cmd(&["unshare", "--mount", "--", "sh", "-c", &script]);
+    let line = o.stdout.lines().next().unwrap_or_default();
+    let rep: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+    assert_ne!(status_of(&rep, "node.pmix.loads"), "ok", "{rep}");
+    assert!(message_of(&rep, "node.pmix.loads").contains("libpmix-dev"));
+    assert!(
+        o.stderr.contains("can not load PMIx library"),
+        "srun: {o:?}"
+    );
+}
+
+#[test]
+fn enroot_runtime_dir_missing_is_critical_and_1777_is_fine() {
+    let d = scratch("enroot");
+    let run = d.join("run/enroot");
+    let conf = d.join("enroot.conf");
+    std::fs::write(
+        &conf,
+        format!("ENROOT_RUNTIME_PATH {}/user-$(id -u)\n", run.display()),
+    )
+    .unwrap();
+    let cfg = config(&d, &format!("[enroot]\nconf = \"{}\"\n", conf.display()));
+    let (code, rep) = check(&cfg, &["node.enroot.run_dir"]);
+    assert_eq!(status_of(&rep, "node.enroot.run_dir"), "critical");
+    assert!(message_of(&rep, "node.enroot.run_dir").contains("install -d -m 1777"));
+    assert_eq!(code, 2);
+    std::fs::create_dir_all(&run).unwrap();
+    cmd(&["chmod", "1777", run.to_str().unwrap()]);
+    let (code, rep) = check(&cfg, &["node.enroot.run_dir"]);
+    assert_eq!(status_of(&rep, "node.enroot.run_dir"), "ok");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_required_plugstack_line_to_a_missing_so_is_critical() {
+    let d = scratch("plugstack");
+    let ps = d.join("plugstack.conf");
+    let conf = d.join("slurm.conf");
+    let real = std::fs::read_to_string("/etc/slurm/slurm.conf").unwrap();
+    let text: String = real
+        .lines()
+        .filter(|l| !l.starts_with("PlugStackConfig"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&conf, format!("{text}PlugStackConfig={}\n", ps.display())).unwrap();
+    let cfg = config(&d, &format!("slurm_conf = \"{}\"\n", conf.display()));
+    std::fs::write(
+        &ps,
+        format!(
+            "required {}\nrequired /nonexistent/spank_gone.so\n",
+            launchguard_tests::built_plugin().display()
+        ),
+    )
+    .unwrap();
+    let (code, rep) = check(&cfg, &["node.plugstack"]);
+    assert_eq!(
+        status_of(&rep, "node.plugstack.required_so"),
+        "critical",
+        "{rep}"
+    );
+    assert!(message_of(&rep, "node.plugstack.required_so").contains("plugstack.conf:2"));
+    assert_eq!(code, 2);
+    std::fs::write(
+        &ps,
+        format!("required {}\n", launchguard_tests::built_plugin().display()),
+    )
+    .unwrap();
+    let (_, rep) = check(&cfg, &["node.plugstack"]);
+    assert_eq!(status_of(&rep, "node.plugstack.required_so"), "ok", "{rep}");
+    assert_eq!(status_of(&rep, "node.plugstack.parse"), "ok");
+}
+
+#[test]
+fn a_hung_check_is_unknown_within_the_timeout_and_never_critical() {
+    // Reading a FIFO with no writer blocks forever, like a stat on a dead NFS server.
+    let d = scratch("hung");
+    let fifo = d.join("munge.key");
+    assert_eq!(cmd(&["mkfifo", fifo.to_str().unwrap()]).code, 0);
+    let cfg = config(
+        &d,
+        &format!(
+            "check_timeout_secs = 1\n[munge]\nkey = \"{}\"\n",
+            fifo.display()
+        ),
+    );
+    let t = std::time::Instant::now();
+    let (code, rep) = check(&cfg, &["node.munge", "node.slurm_conf"]);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(status_of(&rep, "node.munge.key_mode"), "unknown", "{rep}");
+    assert!(message_of(&rep, "node.munge.key_mode").contains("did not finish within 1 s"));
+    assert_eq!(status_of(&rep, "node.slurm_conf.real_memory"), "ok");
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn bad_config_names_the_line_and_check_exits_unknown() {
+    let d = scratch("badcfg");
+    let cfg = config(&d, "interval_secs = 60\n[munge]\nkee = \"/x\"\n");
+    let o = lg(&["check", "--config", &cfg]);
+    assert_eq!(o.code, 3);
+    assert!(
+        o.stderr.contains("line 3") && o.stderr.contains("kee"),
+        "{o:?}"
+    );
+    let o = lg(&[
+        "agent",
+        "--stderr",
+        "--config",
+        &cfg,
+        "--socket",
+        d.join("s.sock").to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 2, "{o:?}");
+    assert!(o.stderr.contains("does not start"), "{o:?}");
+    assert!(!d.join("s.sock").exists());
+}
+
+#[test]
+fn list_checks_names_every_family_and_marks_disabled_ones() {
+    let d = scratch("list");
+    let cfg = config(&d, "disabled = [\"node.enroot\"]\n");
+    let o = lg(&["list-checks", "--config", &cfg]);
+    assert_eq!(o.code, 0);
+    for fam in [
+        "munge",
+        "hostname",
+        "slurm_conf",
+        "pmix",
+        "enroot",
+        "plugstack",
+        "nccl_env",
+        "devices",
+    ] {
+        assert!(o.stdout.contains(&format!("node.{fam}.")), "{fam}");
+    }
+    assert!(o
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("node.enroot.run_dir") && l.contains("disabled")));
+    assert!(o
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("node.munge.key_mode") && l.contains("enabled")));
+}
