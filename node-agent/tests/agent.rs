@@ -1,0 +1,275 @@
+//! `launchguard agent` as a real daemon: sd_notify readiness, reports from real sruns (root and the
+//! non-root `lgtest`) arriving in `launchguard status`, peer-credential attribution, hostile clients
+//! (forged uid, garbage, overlong lines, connection floods) counted and harmless, the Prometheus
+//! textfile, and srun going on unharmed when the agent is killed or wedged (SIGSTOP).
+
+mod common;
+use common::*;
+use launchguard_tests::{lock, plugstack, srun, As};
+use serde_json::Value;
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Agent {
+    child: Child,
+    socket: PathBuf,
+    dir: PathBuf,
+}
+
+impl Agent {
+    /// Starts the agent with `extra` config lines and waits for READY=1 on a notify socket.
+    fn start(name: &str, extra: &str) -> Agent {
+        Agent::start_in(scratch(name), extra)
+    }
+
+    /// Starts an agent in an existing directory (its old socket, if any, left in place).
+    fn start_in(dir: PathBuf, extra: &str) -> Agent {
+        let socket = dir.join("agent.sock");
+        let cfg = config(
+            &dir,
+            &format!(
+                "interval_secs = 1\ntextfile = \"{}\"\n{extra}",
+                dir.join("launchguard.prom").display()
+            ),
+        );
+        let notify = dir.join("notify.sock");
+        let _ = std::fs::remove_file(&notify);
+        let n = UnixDatagram::bind(&notify).unwrap();
+        n.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let child = Command::new(bin())
+            .args([
+                "agent",
+                "--stderr",
+                "--config",
+                &cfg,
+                "--socket",
+                socket.to_str().unwrap(),
+            ])
+            .env("NOTIFY_SOCKET", &notify)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("agent.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut buf = [0u8; 256];
+        let len = n
+            .recv(&mut buf)
+            .expect("READY=1 from the agent within 20 s");
+        assert!(String::from_utf8_lossy(&buf[..len]).contains("READY=1"));
+        Agent { child, socket, dir }
+    }
+
+    fn status(&self) -> Value {
+        let o = lg(&[
+            "status",
+            "--json",
+            "--limit",
+            "100",
+            "--socket",
+            self.socket.to_str().unwrap(),
+        ]);
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"))
+    }
+
+    fn signal(&self, sig: &str) {
+        cmd(&["kill", sig, &self.child.id().to_string()]);
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.signal("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn reports(st: &Value) -> Vec<Value> {
+    st["reports"].as_array().unwrap().clone()
+}
+
+/// Sends raw bytes as user `who` (root or lgtest) with python3, the way a hostile client would.
+fn send_as(user: &str, socket: &Path, payload_py: &str) {
+    let py = format!(
+        "import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); s.sendall({payload_py}); s.close()",
+        socket.display()
+    );
+    let o = cmd(&["runuser", "-u", user, "--", "python3", "-c", &py]);
+    assert_eq!(o.code, 0, "{o:?}");
+}
+
+#[test]
+fn reports_from_real_sruns_arrive_attributed_and_hostile_clients_are_counted() {
+    let _g = lock();
+    let a = Agent::start("agent-reports", "");
+    plugstack(&format!("mode=warn agent_socket={}", a.socket.display()));
+
+    let good = srun(As::Root, &["-n1", "true"]);
+    assert_eq!(good.code, 0, "{good:?}");
+    let bad = srun(As::User, &["-n1", "--export=FOO=1", "/bin/true"]);
+    assert!(
+        bad.stderr.contains("launchguard: launch.export_all"),
+        "{bad:?}"
+    );
+
+    let uid: u64 = cmd(&["id", "-u", "lgtest"]).stdout.trim().parse().unwrap();
+    let mut st = a.status();
+    for _ in 0..50 {
+        if reports(&st)
+            .iter()
+            .filter(|r| r["report"]["phase"] == "step")
+            .count()
+            >= 2
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        st = a.status();
+    }
+    let rs = reports(&st);
+    // srun's own warning, sent by the user's srun and attributed to its uid.
+    let srun_side = rs
+        .iter()
+        .find(|r| r["report"]["phase"] == "srun" && r["report"]["uid"] == uid)
+        .unwrap_or_else(|| panic!("no srun report: {st}"));
+    assert_eq!(srun_side["peer_uid"], uid);
+    assert_eq!(srun_side["report"]["action"], "warned");
+    assert_eq!(
+        srun_side["report"]["findings"][0]["id"],
+        "launch.export_all"
+    );
+    // Every step, from slurmstepd as root, with its job and the job's user.
+    let steps: Vec<&Value> = rs
+        .iter()
+        .filter(|r| r["report"]["phase"] == "step")
+        .collect();
+    assert!(
+        steps
+            .iter()
+            .any(|r| r["report"]["uid"] == 0 && r["report"]["action"] == "allowed"),
+        "{st}"
+    );
+    assert!(
+        steps.iter().any(|r| r["report"]["uid"] == uid
+            && r["peer_uid"] == 0
+            && r["report"]["job"].as_u64().is_some()),
+        "{st}"
+    );
+
+    // A user claiming someone else's uid, garbage, an overlong line, a future version: counted, not stored.
+    let before = reports(&st).len();
+    let forged = r#"{"v":1,"kind":"launch","phase":"step","job":1,"step":0,"uid":0,"node":"x","mode":"warn","action":"allowed","findings":[]}"#;
+    send_as("lgtest", &a.socket, &format!("b'{forged}\\n'"));
+    send_as("lgtest", &a.socket, "b'not json\\n{\\x00\\xff}\\n'");
+    send_as("lgtest", &a.socket, "b'x' * 70000 + b'\\n'");
+    send_as("lgtest", &a.socket, "b'{\"v\":2,\"kind\":\"launch\"}\\n'");
+    // A non-root user may not read the status.
+    let o = cmd(&[
+        "runuser",
+        "-u",
+        "lgtest",
+        "--",
+        bin(),
+        "status",
+        "--socket",
+        a.socket.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 3, "{o:?}");
+    assert!(o.stderr.contains("for root"), "{o:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    let st = a.status();
+    let d = &st["dropped_total"];
+    assert_eq!(d["uid_mismatch"], 1, "{st}");
+    assert_eq!(d["bad_json"], 2, "{st}");
+    assert_eq!(d["too_long"], 1, "{st}");
+    assert_eq!(d["bad_version"], 1, "{st}");
+    assert_eq!(d["not_root"], 1, "{st}");
+    assert_eq!(
+        reports(&st).len(),
+        before,
+        "a refused report was stored: {st}"
+    );
+
+    // The textfile carries the counters and the check status.
+    std::thread::sleep(Duration::from_millis(1500));
+    let prom = std::fs::read_to_string(a.dir.join("launchguard.prom")).unwrap();
+    assert!(
+        prom.contains("launchguard_reports_total{action=\"warned\"}"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("launchguard_reports_dropped_total{reason=\"uid_mismatch\"} 1"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("launchguard_check_status{check=\"node.munge.key_mode\"}"),
+        "{prom}"
+    );
+    plugstack("mode=warn");
+}
+
+#[test]
+fn a_connection_flood_is_refused_counted_and_cut_while_root_still_gets_answers() {
+    let a = Agent::start(
+        "agent-flood",
+        "[reports]\nmax_connections = 8\nidle_timeout_secs = 1\n",
+    );
+    let mut held = vec![];
+    for _ in 0..40 {
+        if let Ok(s) = UnixStream::connect(&a.socket) {
+            held.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // The idle clients were cut, so a root query goes through.
+    let st = a.status();
+    let d = &st["dropped_total"];
+    assert!(d["connections"].as_u64().unwrap() >= 30, "{st}");
+    assert!(d["idle"].as_u64().unwrap() >= 8, "{st}");
+    drop(held);
+}
+
+fn timed_srun() -> (Duration, i32, String) {
+    let t = Instant::now();
+    let r = srun(As::User, &["-n1", "echo", "ran"]);
+    (t.elapsed(), r.code, r.stdout)
+}
+
+#[test]
+fn srun_goes_on_when_the_agent_is_wedged_or_killed() {
+    let _g = lock();
+    let mut a = Agent::start("agent-down", "");
+    plugstack(&format!("mode=warn agent_socket={}", a.socket.display()));
+    let (base, code, out) = timed_srun();
+    assert_eq!((code, out.trim()), (0, "ran"));
+
+    // Wedged: the process is stopped, its socket still accepts into the backlog.
+    a.signal("-STOP");
+    for _ in 0..3 {
+        let (t, code, out) = timed_srun();
+        assert_eq!((code, out.trim()), (0, "ran"));
+        assert!(
+            t < base + Duration::from_secs(2),
+            "srun took {t:?} with a wedged agent (baseline {base:?})"
+        );
+    }
+    a.signal("-CONT");
+
+    // Killed: the socket file is left behind with nobody listening.
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    assert!(a.socket.exists());
+    for _ in 0..3 {
+        let (t, code, out) = timed_srun();
+        assert_eq!((code, out.trim()), (0, "ran"));
+        assert!(
+            t < base + Duration::from_secs(2),
+            "srun took {t:?} with a dead agent (baseline {base:?})"
+        );
+    }
+    // And a second agent replaces the stale socket.
+    let b = Agent::start_in(a.dir.clone(), "");
+    assert!(b.status()["last_check"]["checks"].as_array().unwrap().len() > 20);
+    plugstack("mode=warn");
+}

@@ -1,0 +1,136 @@
+//! `launchguard health` against the real slurmctld: drains on a CRITICAL finding with a
+//! `launchguard:` reason, resumes only what it drained, never touches someone else's drain, never
+//! drains on UNKNOWN, and `--dry-run` changes nothing.
+
+mod common;
+use common::*;
+
+const OTHERS: &str = "disabled = [\"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.nccl_env\", \"node.devices\"]\n";
+
+fn node() -> String {
+    launchguard_tests::node_name()
+}
+
+/// (State, Reason) from scontrol.
+fn state() -> (String, String) {
+    let o = cmd(&["scontrol", "show", "node", &node()]);
+    let mut st = String::new();
+    let mut reason = String::new();
+    for l in o.stdout.lines() {
+        let l = l.trim();
+        if let Some(r) = l.strip_prefix("Reason=") {
+            reason = r.to_string();
+        }
+        for w in l.split_whitespace() {
+            if let Some(s) = w.strip_prefix("State=") {
+                st = s.to_string();
+            }
+        }
+    }
+    (st, reason)
+}
+
+fn resume() {
+    cmd(&[
+        "scontrol",
+        "update",
+        &format!("NodeName={}", node()),
+        "State=RESUME",
+    ]);
+}
+
+/// Resumes the node even when an assertion fails, so later tests get a usable cluster.
+struct ResumeOnDrop;
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        if state().0.contains("DRAIN") {
+            resume();
+        }
+    }
+}
+
+#[test]
+fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
+    let _g = launchguard_tests::lock();
+    let _r = ResumeOnDrop;
+    if state().0.contains("DRAIN") {
+        resume();
+    }
+    let d = scratch("health");
+    let bad = config(
+        &d,
+        &format!(
+            "{OTHERS}[munge]\nkey = \"{}\"\n",
+            d.join("missing.key").display()
+        ),
+    );
+    let good_dir = scratch("health-good");
+    let good = config(&good_dir, OTHERS);
+
+    let o = lg(&["health", "--dry-run", "--config", &bad]);
+    assert!(
+        o.stdout
+            .contains("would drain: Reason=launchguard: node.munge.key_present:"),
+        "{o:?}"
+    );
+    assert_eq!(o.code, 2);
+    assert!(
+        !state().0.contains("DRAIN"),
+        "dry-run drained: {:?}",
+        state()
+    );
+
+    let o = lg(&["health", "--config", &bad]);
+    assert_eq!(o.code, 2, "{o:?}");
+    let (st, reason) = state();
+    assert!(st.contains("DRAIN"), "{st}");
+    assert!(
+        reason.starts_with("launchguard: node.munge.key_present:"),
+        "{reason}"
+    );
+
+    let o = lg(&["health", "--config", &bad]);
+    assert!(o.stdout.contains("nothing to change"), "{o:?}");
+
+    let o = lg(&["health", "--config", &good]);
+    assert!(o.stdout.contains("resume"), "{o:?}");
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(!state().0.contains("DRAIN"), "{:?}", state());
+
+    // Someone else's drain: never overwritten, never resumed.
+    cmd(&[
+        "scontrol",
+        "update",
+        &format!("NodeName={}", node()),
+        "State=DRAIN",
+        "Reason=bad DIMM in slot 3",
+    ]);
+    let o = lg(&["health", "--config", &bad]);
+    assert!(
+        o.stdout.contains("already drained by someone else"),
+        "{o:?}"
+    );
+    assert!(state().1.starts_with("bad DIMM in slot 3"), "{:?}", state());
+    let o = lg(&["health", "--config", &good]);
+    assert!(o.stdout.contains("nothing to change"), "{o:?}");
+    assert!(
+        state().0.contains("DRAIN") && state().1.starts_with("bad DIMM"),
+        "{:?}",
+        state()
+    );
+    resume();
+
+    // UNKNOWN (a hung check) never drains.
+    let fifo = d.join("fifo.key");
+    cmd(&["mkfifo", fifo.to_str().unwrap()]);
+    let hung = config(
+        &d,
+        &format!(
+            "{OTHERS}check_timeout_secs = 1\n[munge]\nkey = \"{}\"\n",
+            fifo.display()
+        ),
+    );
+    let o = lg(&["health", "--config", &hung]);
+    assert_eq!(o.code, 3, "{o:?}");
+    assert!(!state().0.contains("DRAIN"), "{:?}", state());
+}
