@@ -71,6 +71,20 @@ for f in launchguard.bash _launchguard launchguard.fish; do
   [ -s "$STAGE/completions/$f" ] || die "generate-docs wrote no $STAGE/completions/$f"
 done
 gzip -9n "$STAGE"/man/*.1
+# Debian wants its own changelog (changelog.Debian.gz, one entry for this build) and the upstream one as
+# changelog.gz.
+mkdir -p "$STAGE/deb"
+maintainer=$(sed -n 's/^maintainer = "\(.*\)"$/\1/p' node-agent/Cargo.toml | head -n 1)
+cat >"$STAGE/deb/changelog" <<EOF
+launchguard ($VERSION-$REVISION+slurm$SLURM_REL) unstable; urgency=medium
+
+  * launchguard $VERSION built against the Slurm $SLURM_REL headers:
+    spank_launchguard.so loads only on Slurm $SLURM_REL.
+    Upstream changes: /usr/share/doc/launchguard/changelog.gz
+
+ -- $maintainer  $(git log -1 --format=%cD 2>/dev/null || date -R)
+EOF
+gzip -9n <CHANGELOG.md >"$STAGE/deb/changelog.gz"
 # One plugstack snippet, two plugin directories: Debian's multiarch slurm-wlm/ and RHEL's lib64/slurm/.
 sed 's|/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so|/usr/lib64/slurm/spank_launchguard.so|' \
   packaging/50-launchguard.conf > "$STAGE/rpm/50-launchguard.conf"
