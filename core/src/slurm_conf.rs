@@ -64,8 +64,14 @@ impl SlurmConf {
     }
 }
 
+/// Loads an `Include` target: its `(file, text)` pairs (several for a glob), or an error message.
+pub type IncludeLoader<'a> = dyn FnMut(&str) -> Result<Vec<(String, String)>, String> + 'a;
+
 /// Most nested includes followed (slurm.conf's own limit is similar; this stops include loops).
 pub const MAX_INCLUDE_DEPTH: usize = 8;
+/// Most files included in total (a file that includes itself several times would otherwise grow
+/// exponentially before the depth limit).
+pub const MAX_INCLUDES: usize = 64;
 
 /// Splits a logical line into words, keeping `"…"` quoted values whole (quotes removed).
 fn words(line: &str) -> Vec<String> {
@@ -113,14 +119,19 @@ fn strip_comment(line: &str) -> &str {
 /// Parses `text` (from `file`); `include` loads an `Include` target (already expanded relative to
 /// slurm.conf's directory by the caller, globs included) and returns its `(file, text)` pairs or an
 /// error message. Never fails: problems are collected in [`SlurmConf::problems`].
-pub fn parse(
-    text: &str,
-    file: &str,
-    include: &mut dyn FnMut(&str) -> Result<Vec<(String, String)>, String>,
-) -> SlurmConf {
+pub fn parse(text: &str, file: &str, include: &mut IncludeLoader<'_>) -> SlurmConf {
     let mut conf = SlurmConf::default();
     let mut defaults: Vec<(String, String)> = vec![];
-    parse_into(&mut conf, &mut defaults, text, file, include, 0);
+    let mut budget = MAX_INCLUDES;
+    parse_into(
+        &mut conf,
+        &mut defaults,
+        text,
+        file,
+        include,
+        0,
+        &mut budget,
+    );
     conf
 }
 
@@ -129,8 +140,9 @@ fn parse_into(
     defaults: &mut Vec<(String, String)>,
     text: &str,
     file: &str,
-    include: &mut dyn FnMut(&str) -> Result<Vec<(String, String)>, String>,
+    include: &mut IncludeLoader<'_>,
     depth: usize,
+    budget: &mut usize,
 ) {
     let mut logical = String::new();
     let mut start = 0;
@@ -160,10 +172,20 @@ fn parse_into(
                 ));
                 continue;
             }
+            if *budget == 0 {
+                conf.problems.push(format!(
+                    "{at}: more than {MAX_INCLUDES} files included; the rest ignored"
+                ));
+                continue;
+            }
             match include(target) {
                 Ok(files) => {
                     for (f, t) in files {
-                        parse_into(conf, defaults, &t, &f, include, depth + 1);
+                        if *budget == 0 {
+                            break;
+                        }
+                        *budget -= 1;
+                        parse_into(conf, defaults, &t, &f, include, depth + 1, budget);
                     }
                 }
                 Err(e) => conf.problems.push(format!("{at}: Include {target}: {e}")),
@@ -272,6 +294,16 @@ mod tests {
         };
         let c = parse("Include loop.conf\n", "slurm.conf", &mut inc);
         assert_eq!(c.problems.len(), 1);
+        // Ten includes per file would be 10^8 files at depth 8 without the total budget.
+        let ten = "Include x\n".repeat(10);
+        let mut calls = 0;
+        let mut inc = |_: &str| -> Result<Vec<(String, String)>, String> {
+            calls += 1;
+            Ok(vec![("x".into(), ten.clone())])
+        };
+        let c = parse(&ten, "slurm.conf", &mut inc);
+        assert!(calls <= MAX_INCLUDES + 10, "{calls}");
+        assert!(!c.problems.is_empty());
     }
 
     #[test]

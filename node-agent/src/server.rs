@@ -97,10 +97,10 @@ pub struct Shared {
     cfg: Reports,
 }
 
-/// Requests a client may send.
+/// Requests a client may send (one JSON object per line, selected by `"kind"`).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-enum Message {
+pub enum Message {
     /// A launch report.
     Launch(Report),
     /// `{"v":1,"kind":"status","limit":N}`: last check run, recent reports, counters (root only).
@@ -110,6 +110,11 @@ enum Message {
     },
     /// `{"v":1,"kind":"check"}`: run the checks now and answer with the report (root only).
     Check {},
+}
+
+/// Decodes one line (without its newline). Errors: not JSON, an unknown `kind`, missing fields.
+pub fn decode(line: &[u8]) -> Result<Message, serde_json::Error> {
+    serde_json::from_slice(line)
 }
 
 /// The answer to a status query.
@@ -311,7 +316,7 @@ async fn client(stream: UnixStream, sh: Arc<Shared>) {
         if r.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let msg: Message = match serde_json::from_slice(r) {
+        let msg = match decode(r) {
             Ok(m) => m,
             Err(e) => {
                 if serde_json::from_slice::<serde_json::Value>(r)

@@ -1,0 +1,73 @@
+//! `launchguard`: the per-node agent (`launchguard agent`) and the admin CLI, as a library so that
+//! fuzz targets and benchmarks reach the parsers; `main.rs` only calls [`run_cli`].
+
+pub mod agent;
+pub mod check_args;
+pub mod check_cmd;
+pub mod config;
+pub mod docs;
+pub mod gather;
+pub mod health;
+pub mod logging;
+pub mod metrics;
+pub mod registry;
+pub mod server;
+pub mod status_cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// launchguard catches Slurm/Pyxis/NCCL launch mistakes before they cost GPU-hours.
+#[derive(Debug, Parser)]
+#[command(name = "launchguard", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the node agent (systemd: launchguard-agent.service): node checks every interval, the
+    /// plugin's launch reports on /run/launchguard/agent.sock, a Prometheus textfile.
+    Agent(agent::Args),
+    /// Run the node checks once, here, and print a table (or --json). Exit codes: 0 OK, 1 WARNING,
+    /// 2 CRITICAL, 3 UNKNOWN.
+    Check(check_cmd::CheckArgs),
+    /// Ask the running agent for its last check results and recent launch reports (root).
+    Status(status_cmd::Args),
+    /// List every check ID with a description and whether it is enabled.
+    ListChecks(check_cmd::ListArgs),
+    /// Slurm's HealthCheckProgram: run the checks; drain this node on a CRITICAL finding, resume it
+    /// when the finding clears (only if launchguard drained it).
+    Health(health::Args),
+    /// Validate plugstack arguments the way spank_launchguard.so parses them and print the
+    /// effective policy. Exit codes: 0 valid, 2 a problem (the plugin would log it and use the
+    /// safe default for that argument).
+    CheckArgs(check_args::Args),
+    /// Read nccl-tests results and NCCL logs: verdicts, outliers, bad nodes.
+    Nccl {
+        #[command(subcommand)]
+        cmd: launchguard_nccl::cli::NcclCommand,
+    },
+    /// Run the node checks on every node through Slurm and compare them across nodes; `sweep nccl`:
+    /// pairwise NCCL runs to find the bad node.
+    Sweep(launchguard_sweep::cli::SweepArgs),
+    /// Write man pages and shell completions (for packaging).
+    #[command(hide = true)]
+    GenerateDocs(docs::Args),
+}
+
+/// Parses the command line and runs the subcommand.
+pub fn run_cli() -> ExitCode {
+    match Cli::parse().cmd {
+        Command::Agent(a) => agent::run(&a),
+        Command::Check(a) => check_cmd::check(&a),
+        Command::Status(a) => status_cmd::run(&a),
+        Command::ListChecks(a) => check_cmd::list(&a),
+        Command::Health(a) => health::run(&a),
+        Command::CheckArgs(a) => check_args::run(&a),
+        Command::Nccl { cmd } => launchguard_nccl::cli::run(cmd),
+        Command::Sweep(a) => launchguard_sweep::cli::run(a),
+        Command::GenerateDocs(a) => docs::run(&a),
+    }
+}
