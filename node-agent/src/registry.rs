@@ -210,7 +210,7 @@ pub struct CheckLine {
     pub status: String,
     /// The one-line finding (empty when ok).
     pub message: String,
-    /// Milliseconds its family took.
+    /// Milliseconds its family took to gather and judge (the wait, for one that timed out).
     pub duration_ms: f64,
 }
 
@@ -309,9 +309,10 @@ impl Runner {
             let run = fam.run;
             let name = fam.name;
             let h = tokio::task::spawn_blocking(move || {
+                let t = Instant::now();
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)));
                 busy.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
-                r
+                r.map(|r| (r, t.elapsed()))
             });
             tasks.push((fam.name, ids, Some(h), Instant::now()));
         }
@@ -340,9 +341,10 @@ impl Runner {
                     }
                 }
             };
-            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let mut ms = t0.elapsed().as_secs_f64() * 1e3;
             match result {
-                Ok(r) => {
+                Ok((r, took)) => {
+                    ms = took.as_secs_f64() * 1e3;
                     for o in r.outcomes.into_iter().filter(|o| ids.contains(&o.id)) {
                         checks.push(CheckLine {
                             id: o.id.into(),

@@ -97,8 +97,12 @@ pub fn gather(ctx: &Ctx) -> PmixFacts {
             })
             .collect();
         names.sort();
+        let mut scanned: Vec<PathBuf> = vec![];
         for (t, path) in names {
-            if t.starts_with("pmix") {
+            // mpi_pmix.so is usually a link to mpi_pmix_vN.so: judge each file once.
+            let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if t.starts_with("pmix") && !scanned.contains(&real) {
+                scanned.push(real);
                 let lib = find_lib(ctx, &path);
                 plugins.push(PmixPlugin {
                     path: path.display().to_string(),

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Side-by-side wall time of launchguard's node check suite and LBNL NHC running the equivalent checks.
+
+  scripts/bench-node-checks.py [--runs N] [--nhc-dir DIR]
+
+NHC is not packaged for Debian: extract its source (github.com/mej/nhc, any 1.4.x) into --nhc-dir
+(default /tmp/nhc, which must contain `nhc` and `scripts/`). NHC gets the checks the issue lists:
+munge key stat, munged and slurmd running, hostname -> IPv4, memory, a slurm.conf file test and a
+munge round trip. launchguard runs its whole suite (30 checks, a superset: also the pmix plugin
+scan, enroot, plugstack with ELF checks of each .so, NCCL env files, devices) three ways:
+  - `launchguard check` (a process start + the suite, what HealthCheckProgram costs),
+  - the suite alone inside that process (its own duration_ms, what every agent cycle costs),
+  - `--only` the NHC-equivalent families (munge, hostname, slurm_conf).
+The runs are interleaved so machine noise hits both sides alike; medians and p90 are printed with
+the ratio NHC / launchguard.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LG = os.path.join(ROOT, "target", "release", "launchguard")
+
+NHC_CONF = """\
+* || export MARK_OFFLINE=0
+* || check_file_test -r -f /etc/munge/munge.key
+* || check_file_stat -u munge -m 0400 /etc/munge/munge.key
+* || check_ps_service -u munge munged
+* || check_ps_service -u root slurmd
+* || check_cmd_output -t 5 -m '/^[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+ /' getent ahostsv4 {host}
+* || check_hw_physmem 1GB 4TB
+* || check_file_test -r -f /etc/slurm/slurm.conf
+* || check_cmd_status -t 5 -r 0 /bin/bash -c 'munge -n | unmunge'
+"""
+
+
+def timed(argv, env=None):
+    t = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    return (time.perf_counter() - t) * 1e3, p
+
+
+def summary(xs):
+    xs = sorted(xs)
+    return statistics.median(xs), xs[int(len(xs) * 0.9) - 1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--nhc-dir", default="/tmp/nhc")
+    a = ap.parse_args()
+    nhc = os.path.join(a.nhc_dir, "nhc")
+    if not os.access(nhc, os.X_OK):
+        sys.exit(f"bench: no NHC at {nhc}: extract LBNL NHC's source there (see --help)")
+    if not os.access(LG, os.X_OK):
+        sys.exit(f"bench: build first: cargo build --release -p launchguard ({LG})")
+    host = open("/proc/sys/kernel/hostname").read().strip()
+    d = tempfile.mkdtemp(prefix="lg-bench-nhc-")
+    conf = os.path.join(d, "nhc.conf")
+    with open(conf, "w") as f:
+        f.write(NHC_CONF.format(host=host))
+    env = dict(os.environ, INCDIR=os.path.join(a.nhc_dir, "scripts"), HELPERDIR=os.path.join(a.nhc_dir, "helpers"))
+    nhc_argv = [nhc, "-D", d, "-c", conf, "-l", os.path.join(d, "nhc.log"), "-t", "30"]
+    _, p = timed(nhc_argv, env)
+    if p.returncode != 0:
+        sys.exit(f"bench: NHC's checks do not pass here, fix that first: {p.stdout.decode()} {p.stderr.decode()} (log {d}/nhc.log)")
+    sides = {"nhc": [], "lg_cli": [], "lg_suite": [], "lg_equiv_cli": []}
+    for _ in range(a.runs):
+        t, p = timed(nhc_argv, env)
+        sides["nhc"].append(t)
+        t, p = timed([LG, "check", "--json", "--config", "/dev/null"])
+        sides["lg_cli"].append(t)
+        sides["lg_suite"].append(json.loads(p.stdout)["duration_ms"])
+        t, p = timed([LG, "check", "--json", "--config", "/dev/null", "--only", "node.munge", "--only", "node.hostname", "--only", "node.slurm_conf"])
+        sides["lg_equiv_cli"].append(t)
+    n_med, n_p90 = summary(sides["nhc"])
+    print(f"{a.runs} interleaved runs on {host} ({os.cpu_count()} CPUs)")
+    print(f"{'what':<58} {'median ms':>10} {'p90 ms':>8} {'NHC/this':>9}")
+    rows = [
+        ("LBNL NHC, the issue's 8 equivalent checks", "nhc"),
+        ("launchguard check, all 30 checks (process start included)", "lg_cli"),
+        ("launchguard check --only munge,hostname,slurm_conf", "lg_equiv_cli"),
+        ("launchguard suite inside the process (agent cycle)", "lg_suite"),
+    ]
+    for label, k in rows:
+        med, p90 = summary(sides[k])
+        print(f"{label:<58} {med:>10.2f} {p90:>8.2f} {n_med / med:>8.1f}x")
+
+
+if __name__ == "__main__":
+    main()
