@@ -19,7 +19,10 @@ pub fn send_line(path: &str, line: &str) -> std::io::Result<()> {
     s.connect(&SockAddr::unix(path)?)?;
     let n = s.send_with_flags(line.as_bytes(), MSG_NOSIGNAL)?;
     if n != line.len() {
-        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, "partial send"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::WouldBlock,
+            "partial send",
+        ));
     }
     Ok(())
 }
@@ -34,7 +37,9 @@ pub fn node_name() -> String {
 /// The effective uid of this process (the owner of `/proc/self`), without `unsafe`.
 pub fn euid() -> u32 {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(u32::MAX)
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(u32::MAX)
 }
 
 /// What a verdict did.
@@ -59,7 +64,9 @@ pub fn report(
     shown: &[Finding],
     reject: bool,
 ) {
-    let Some(path) = policy.agent_socket.as_deref() else { return };
+    let Some(path) = policy.agent_socket.as_deref() else {
+        return;
+    };
     let r = Report {
         v: VERSION,
         phase: phase.into(),
@@ -114,7 +121,11 @@ mod tests {
             }
         }
         assert!(failures > 0, "the backlog never filled");
-        assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
+        );
         // A line that got through is whole.
         let (mut c, _) = l.accept().unwrap();
         let mut b = [0u8; 3];

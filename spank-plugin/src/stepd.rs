@@ -259,7 +259,13 @@ pub fn task_init(sp: &Spank) -> bool {
             ));
         }
         if st.policy.mode_for(CheckKind::Devices) != Mode::Off {
-            ok &= speak(sp, st, devices::check(&step_devices(sp, st, h)), true, &mut seen);
+            ok &= speak(
+                sp,
+                st,
+                devices::check(&step_devices(sp, st, h)),
+                true,
+                &mut seen,
+            );
         }
     }
     ok &= speak(sp, st, findings, false, &mut seen);
