@@ -13,7 +13,7 @@
 #                         (the node works today and breaks at its next munged restart)
 #        hosts-loopback   the node's own name resolves to 127.0.1.1 in its /etc/hosts
 #        hosts-fe80       the node's own name resolves to fe80::1 (link-local) in its /etc/hosts
-#        plugstack        its plugstack.conf has one more line than everyone else's
+#        plugstack        its plugstack.conf lists one more plugin (an optional Pyxis line) than the others'
 #        down             its slurmd is stopped (Slurm notices within SlurmdTimeout=10 s)
 #   scripts/multinode.sh heal [NODE]   undo every break on NODE (default: all nodes)
 #   scripts/multinode.sh env           print `export SLURM_CONF=…` for this cluster's clients
@@ -48,7 +48,7 @@ die() { printf 'multinode: error: %s\n' "$*" >&2; exit 1; }
 
 export SLURM_CONF=$CONF
 
-pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
 stop_pidfile() {
   local f=$1 i
   if pid_alive "$f"; then
@@ -98,7 +98,9 @@ write_plugstack() { # node [mode]
   f=$(nd "$1")/plugstack.conf
   [ -f "$f" ] || : > "$f"
   if [ "${2:-good}" = extra ]; then
-    printf '%s\ninclude %s/plugstack.conf.d/*.conf\n' "$(cat "$D/plugstack.conf")" "$(nd "$1")" > "$f"
+    # One plugin line more than the others: Pyxis listed as optional (not installed here, so Slurm
+    # skips it; the plugin list, which launchguard check digests, differs).
+    printf '%s\noptional /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_pyxis.so\n' "$(cat "$D/plugstack.conf")" > "$f"
   else
     cat "$D/plugstack.conf" > "$f"
   fi
@@ -235,6 +237,9 @@ heal_node() { # node n
     write_key "$node"
     stop_pidfile "$dir/munge-run/munged.pid"
     rm -f "$dir/munge-key-broken"
+    # munged must start after the key's mtime (a second later), or node.munge.key_stale rightly
+    # says the running munged may hold an older key.
+    sleep 1
   fi
   start_munged "$dir"
   start_slurmd "$node"
@@ -301,6 +306,7 @@ break_node() { # node what
       write_key "$node" random
       touch "$dir/munge-key-broken"
       stop_pidfile "$dir/munge-run/munged.pid"
+      sleep 1
       start_munged "$dir" ;;
     munge-key-file) write_key "$node" random ;;
     hosts-loopback) write_hosts "$node" "$n" loopback ;;

@@ -120,7 +120,12 @@ fn srun_cmd(opts: &SweepOptions, nodes: &[String], job: &str, budget: Duration) 
     let immediate = (budget.as_secs() / 2).clamp(1, 30);
     c.arg(format!("-N{}", nodes.len()))
         .arg(format!("-n{}", nodes.len()))
-        .args(["--ntasks-per-node=1", "--label", "--kill-on-bad-exit=0"])
+        .args([
+            "--ntasks-per-node=1",
+            "--label",
+            "--kill-on-bad-exit=0",
+            "--no-kill",
+        ])
         .arg(format!("--immediate={immediate}"))
         .arg(format!("--time={minutes}"))
         .arg(format!("--job-name={job}"))
@@ -222,6 +227,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     let state_of = |n: &str| states.iter().find(|s| s.node == n).cloned();
     let mut results: BTreeMap<String, NodeResult> = BTreeMap::new();
     let mut launch_err: BTreeMap<String, String> = BTreeMap::new();
+    let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
     let mut ask = Vec::new();
     for n in &scope {
         match state_of(n) {
@@ -255,7 +261,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         steps += 1;
         let o = slurm::run(&mut srun_cmd(opts, &ask, &job, budget), budget)?;
         any_timeout |= o.timed_out;
-        absorb(&mut results, &o.stdout, &o.stderr);
+        absorb(&mut results, &mut unreadable, &o.stdout, &o.stderr);
         for (n, why) in slurm::launch_errors(&o.stderr) {
             launch_err.insert(n, why);
         }
@@ -267,6 +273,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         .cloned()
         .collect();
     if !missing.is_empty() && left() > Duration::from_millis(500) {
+        for n in &missing {
+            unreadable.remove(n);
+        }
         let retry_deadline = Instant::now() + left().saturating_sub(Duration::from_millis(300));
         let queue = Arc::new(Mutex::new(missing.clone()));
         let done: Arc<Mutex<Vec<(String, slurm::Output)>>> = Arc::default();
@@ -296,7 +305,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         steps += missing.len();
         for (n, o) in done.lock().map(|d| d.clone()).unwrap_or_default() {
             any_timeout |= o.timed_out;
-            absorb(&mut results, &o.stdout, &o.stderr);
+            absorb(&mut results, &mut unreadable, &o.stdout, &o.stderr);
             if !results.contains_key(&n) {
                 let why = if o.timed_out {
                     format!(
@@ -330,6 +339,10 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         slurm::sinfo(None, Some(&silent.join(",")), Duration::from_secs(10)).unwrap_or_default()
     };
     for n in &silent {
+        if let Some(detail) = unreadable.remove(n) {
+            results.insert(n.clone(), NodeResult::Unreadable { detail });
+            continue;
+        }
         let st = fresh.iter().find(|s| s.node == *n);
         let mut reason = launch_err
             .get(n)
@@ -355,16 +368,23 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     ))
 }
 
-fn absorb(results: &mut BTreeMap<String, NodeResult>, stdout: &str, stderr: &str) {
+/// Takes the reports of one step's output. A task that printed its marker but no report is kept
+/// aside in `unreadable`, not in `results`: when srun aborts a step because another node refused
+/// the launch, healthy nodes' checks are killed mid-way, and those nodes are asked again.
+fn absorb(
+    results: &mut BTreeMap<String, NodeResult>,
+    unreadable: &mut BTreeMap<String, String>,
+    stdout: &str,
+    stderr: &str,
+) {
     for t in report::parse_step_output(stdout, stderr) {
         match t {
             TaskOutput::Report(r) => {
+                unreadable.remove(&r.node);
                 results.insert(r.node.clone(), NodeResult::Report(r));
             }
             TaskOutput::Unreadable { node, detail } => {
-                results
-                    .entry(node)
-                    .or_insert(NodeResult::Unreadable { detail });
+                unreadable.insert(node, detail);
             }
         }
     }

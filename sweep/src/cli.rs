@@ -55,6 +55,15 @@ pub struct CheckArgs {
     /// Command each node runs instead of `<launchguard> check --json` (through sh -c).
     #[arg(long, value_name = "CMD", conflicts_with = "launchguard")]
     pub check_command: Option<String>,
+    /// Extra argument for `launchguard check` on the nodes (repeatable), e.g.
+    /// --check-arg=--config=/etc/launchguard/sweep.toml.
+    #[arg(
+        long = "check-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        conflicts_with = "check_command"
+    )]
+    pub check_args: Vec<String>,
     /// Extra srun argument (repeatable), e.g. --srun-arg=--reservation=maint.
     #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub srun_args: Vec<String>,
@@ -163,10 +172,15 @@ fn run_check(a: CheckArgs) -> ExitCode {
                 .launchguard
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_else(|| "launchguard".into());
-            format!(
+            let mut c = format!(
                 "{} check --json",
                 check_sweep::sh_quote(&bin.display().to_string())
-            )
+            );
+            for arg in &a.check_args {
+                c.push(' ');
+                c.push_str(&check_sweep::sh_quote(arg));
+            }
+            c
         }
     };
     let opts = SweepOptions {

@@ -10,7 +10,7 @@
 //! running then are cancelled and count as failed runs of their pair.
 
 use std::collections::BTreeSet;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::thread;
@@ -180,6 +180,8 @@ fn wait(runs: &mut [PairRun], round: usize, timeout: Duration, progress: bool) {
     if ids.is_empty() {
         return;
     }
+    let tty = std::io::stderr().is_terminal();
+    let mut last = None;
     loop {
         let o = slurm::run(
             Command::new("squeue").args(["-h", "-t", "all", "-o", "%i|%T", "-j", &ids.join(",")]),
@@ -217,13 +219,20 @@ fn wait(runs: &mut [PairRun], round: usize, timeout: Duration, progress: bool) {
             .filter(|r| r.state == "RUNNING" || r.state == "COMPLETING")
             .count();
         if progress {
-            eprint!(
-                "\rlaunchguard sweep nccl: round {round}: {done}/{} pairs done, {running} running, {} queued, {:.0} s   ",
+            let now = (done, running);
+            let line = format!(
+                "launchguard sweep nccl: round {round}: {done}/{} pairs done, {running} running, {} queued, {:.0} s",
                 runs.len(),
                 runs.len() - done - running,
                 start.elapsed().as_secs_f64()
             );
-            let _ = std::io::stderr().flush();
+            if tty {
+                eprint!("\r{line}   ");
+                let _ = std::io::stderr().flush();
+            } else if last != Some(now) {
+                eprintln!("{line}");
+            }
+            last = Some(now);
         }
         if done == runs.len() {
             break;
@@ -243,7 +252,7 @@ fn wait(runs: &mut [PairRun], round: usize, timeout: Duration, progress: bool) {
         }
         thread::sleep(Duration::from_millis(250));
     }
-    if progress {
+    if progress && tty {
         eprintln!();
     }
 }

@@ -143,8 +143,10 @@ pub fn parse_step_output(stdout: &str, stderr: &str) -> Vec<TaskOutput> {
         if let Some(n) = text.strip_prefix(NODE_MARKER) {
             e.0 = Some(n.trim().to_string());
         } else {
+            // srun cuts a task's output into 1024-byte chunks and labels each as its own line, so
+            // a long JSON line comes back in pieces: join them without a separator (line breaks of
+            // pretty-printed JSON are only whitespace between tokens, so nothing is lost).
             e.1.push_str(text);
-            e.1.push('\n');
         }
     }
     let mut errs: BTreeMap<usize, String> = BTreeMap::new();
@@ -159,7 +161,7 @@ pub fn parse_step_output(stdout: &str, stderr: &str) -> Vec<TaskOutput> {
         out.push(match parse_report(&node, &body) {
             Ok(r) => TaskOutput::Report(r),
             Err(e) => {
-                let first = body.lines().find(|l| !l.trim().is_empty());
+                let first = Some(body.as_str()).filter(|b| !b.trim().is_empty());
                 let detail = match (first, errs.get(&task)) {
                     (_, Some(err)) => format!("{e}; its stderr: {err}"),
                     (Some(l), None) => format!("{e}; it printed: {}", clip(l, 120)),
@@ -234,6 +236,19 @@ mod tests {
         let out = parse_step_output(&stdout, "");
         assert!(
             matches!(&out[0], TaskOutput::Report(r) if r.node == "lgn1"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_line_cut_into_srun_chunks_is_joined() {
+        let mut stdout = String::from("0: @lg-node lgn1\n");
+        for chunk in OK.as_bytes().chunks(100) {
+            stdout.push_str(&format!("0: {}\n", std::str::from_utf8(chunk).unwrap()));
+        }
+        let out = parse_step_output(&stdout, "");
+        assert!(
+            matches!(&out[0], TaskOutput::Report(r) if r.facts["slurm_version"] == "22.05.8"),
             "{out:?}"
         );
     }
