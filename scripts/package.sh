@@ -96,15 +96,16 @@ strip --strip-unneeded -o "$STAGE/rpm/launchguard" "$BIN"
 strip --strip-unneeded -o "$STAGE/rpm/spank_launchguard.so" "$TARGET_DIR/release/libspank_launchguard.so"
 
 mkdir -p "$OUT"
-rm -f "$OUT"/launchguard_*.deb "$OUT"/launchguard-*.rpm
 DEB_VERSION=$VERSION-$REVISION+slurm$SLURM_REL
+# Only this release's packages are replaced: target/packages/ can hold one pair per Slurm release.
+rm -f "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb "$OUT"/launchguard-*."slurm$SLURM_REL".*.rpm
 log "cargo deb (variant $VARIANT, version $DEB_VERSION)"
 # (cargo-deb warns that the staged ../target/packages/ assets are not Cargo build products: they are not.)
 cargo deb -p launchguard --no-build --variant "$VARIANT" --deb-version "$DEB_VERSION" -o "$OUT/" 2>&1 |
   grep -v "does not match the pattern, and will not be built" >&2 || true
-ls "$OUT"/launchguard_*.deb >/dev/null 2>&1 || die "cargo deb made no .deb"
+ls "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb >/dev/null 2>&1 || die "cargo deb made no .deb"
 log "cargo generate-rpm (release $REVISION.slurm$SLURM_REL, requires slurm >= $SLURM_REL, < $next_minor)"
 cargo generate-rpm -p node-agent -o "$OUT/" \
   -s "release = \"$REVISION.slurm$SLURM_REL\"" \
   -s "requires = { slurm = \">= $SLURM_REL, < $next_minor\" }"
-ls -l "$OUT"/launchguard_*.deb "$OUT"/launchguard-*.rpm
+ls -l "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb "$OUT"/launchguard-*."slurm$SLURM_REL".*.rpm

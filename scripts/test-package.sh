@@ -84,9 +84,9 @@ if ! scontrol ping 2>/dev/null | grep -q UP; then scripts/cluster.sh up; fi
 
 echo "test-package: 1. build" >&2
 scripts/package.sh
-DEB=$(ls target/packages/${PKG}_*.deb)
-RPM=$(ls target/packages/${PKG}-*.rpm)
 SLURM_REL=$(srun --version | awk '{ split($2, v, "."); print v[1] "." v[2] }')
+DEB=$(ls target/packages/"${PKG}"_*+slurm"${SLURM_REL}"_amd64.deb)
+RPM=$(ls target/packages/"${PKG}"-*."slurm${SLURM_REL}".x86_64.rpm)
 ls -l "$DEB" "$RPM"
 check "the .deb's version names the Slurm release it was built for (+slurm$SLURM_REL)" \
   bash -c "dpkg-deb -f '$DEB' Version | grep -qE '^[0-9.]+-[0-9]+\\+slurm$SLURM_REL\$'"
