@@ -79,6 +79,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# rpm (rpm -qp…, rpm2cpio), cpio and man from Debian's archive when missing.
+need=()
+command -v rpm >/dev/null || need+=(rpm)
+command -v cpio >/dev/null || need+=(cpio)
+command -v man >/dev/null || need+=(man-db)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "test-package: installing ${need[*]} (apt-get)" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${need[@]}" >/dev/null
+fi
+
 # The one-node cluster must be up (scripts/test.sh starts it; standalone runs start it here).
 if ! scontrol ping 2>/dev/null | grep -q UP; then scripts/cluster.sh up; fi
 
