@@ -220,11 +220,11 @@ wait_nodes() { # node… : wait until idle
   for node in "$@"; do
     for i in $(seq 150); do
       st=$(sinfo -h -n "$node" -o '%T' 2>/dev/null || true)
-      case "$st" in idle|mixed|allocated|completing) break ;; esac
+      case "$st" in idle|mixed|allocated) break ;; esac
       case "$st" in down*|drain*) scontrol update nodename="$node" state=resume 2>/dev/null || true ;; esac
       sleep 0.2
     done
-    case "$st" in idle|mixed|allocated|completing) ;; *) die "node $node is '$st', not idle (see $D/slurmd.$node.log, $D/slurmctld.log)" ;; esac
+    case "$st" in idle|mixed|allocated) ;; *) die "node $node is '$st', not idle (see $D/slurmd.$node.log, $D/slurmctld.log)" ;; esac
   done
 }
 

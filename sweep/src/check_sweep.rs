@@ -43,7 +43,7 @@ pub struct SweepOptions {
 
 /// What one node came back with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "result", rename_all = "snake_case")]
+#[serde(tag = "result", content = "detail", rename_all = "snake_case")]
 pub enum NodeResult {
     /// The check ran and printed its report.
     Report(NodeReport),

@@ -1,0 +1,349 @@
+//! `launchguard sweep` and `launchguard sweep nccl` against a real three-node Slurm 22.05 cluster on
+//! this machine (`scripts/multinode.sh up 3`: network, UTS and mount namespaces, one slurmd and one
+//! munged per node, slurmctld on 6917/6918). Each test breaks exactly one node the way the seeds'
+//! failures do, runs the real `launchguard` binary (target/release/launchguard, whose `check --json`
+//! runs on every node through srun), and asserts that the broken node is named with the right ID and
+//! the healthy nodes are not. The nodes are healed afterwards, even when an assertion fails.
+//!
+//! Needs root and `cargo build --release -p launchguard` first (scripts/test.sh does both). The tests
+//! share the cluster, so they take a lock and run one at a time.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+const SLURM_CONF: &str = "/run/lg-mn/slurm.conf";
+
+fn multinode(args: &[&str]) {
+    let o = Command::new(root().join("scripts/multinode.sh"))
+        .args(args)
+        .output()
+        .expect("run scripts/multinode.sh");
+    assert!(
+        o.status.success(),
+        "scripts/multinode.sh {args:?} failed: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Holds the cluster for one test; heals every node when dropped (also after a failed assertion).
+struct Cluster {
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    fn up() -> Cluster {
+        let lock = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+        multinode(&["up", "3"]);
+        Cluster { _lock: lock }
+    }
+
+    fn break_node(&self, node: &str, what: &str) {
+        multinode(&["break", node, what]);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(root().join("scripts/multinode.sh"))
+            .arg("heal")
+            .status();
+    }
+}
+
+fn launchguard() -> PathBuf {
+    let p = root().join("target/release/launchguard");
+    assert!(
+        p.exists(),
+        "{} is missing: cargo build --release -p launchguard first",
+        p.display()
+    );
+    p
+}
+
+/// Runs `launchguard <args> --json` against the multi-node cluster: (JSON, exit code, wall time).
+fn run_json(args: &[&str], env: &[(&str, &str)]) -> (Value, i32, Duration) {
+    let start = Instant::now();
+    let mut c = Command::new(launchguard());
+    c.args(args).arg("--json").env("SLURM_CONF", SLURM_CONF);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("run launchguard");
+    let elapsed = start.elapsed();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    (v, o.status.code().unwrap_or(-1), elapsed)
+}
+
+fn sweep(timeout: u64) -> (Value, i32, Duration) {
+    let config = format!(
+        "--config={}",
+        root()
+            .join("sweep/tests/fixtures/multinode-launchguard.toml")
+            .display()
+    );
+    run_json(
+        &[
+            "sweep",
+            "--timeout",
+            &timeout.to_string(),
+            &format!("--check-arg={config}"),
+        ],
+        &[],
+    )
+}
+
+fn node<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"] == name)
+        .unwrap_or_else(|| panic!("no node {name} in {r:#}"))
+}
+
+fn finding_ids(n: &Value) -> Vec<String> {
+    n["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn cluster_findings(r: &Value) -> Vec<(String, Vec<String>)> {
+    r["cluster_findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["nodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|n| n.as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The nodes other than `bad` answered, with no finding of their own.
+fn assert_healthy_except(r: &Value, bad: &str) {
+    for name in ["lgn1", "lgn2", "lgn3"].into_iter().filter(|n| *n != bad) {
+        let n = node(r, name);
+        assert_eq!(n["result"], "report", "{name} should have answered: {n:#}");
+        assert!(finding_ids(n).is_empty(), "healthy {name} flagged: {n:#}");
+    }
+    for (id, nodes) in cluster_findings(r) {
+        assert_eq!(
+            nodes,
+            vec![bad.to_string()],
+            "{id} names more than {bad}: {r:#}"
+        );
+    }
+}
+
+#[test]
+fn a_healthy_cluster_sweeps_clean_in_one_step() {
+    let _c = Cluster::up();
+    let (r, code, _) = sweep(30);
+    assert_eq!(code, 0, "{r:#}");
+    assert_eq!(r["steps"], 1);
+    assert_healthy_except(&r, "none");
+    assert_eq!(r["nodes"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_node_with_a_different_munge_key_is_named_with_slurms_reason_and_the_sweep_ends_on_time() {
+    let c = Cluster::up();
+    c.break_node("lgn2", "munge-key");
+    let (r, code, elapsed) = sweep(40);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(elapsed < Duration::from_secs(45), "took {elapsed:?}");
+    let n = node(&r, "lgn2");
+    assert_eq!(n["result"], "unreachable", "{n:#}");
+    assert_eq!(finding_ids(n), vec!["cluster.node_unreachable"]);
+    let line = n["findings"][0]["line"].as_str().unwrap();
+    // Slurm's own words for a node that cannot decode the credential, and the munge fix.
+    assert!(
+        line.contains("Zero Bytes were transmitted or received") || line.contains("Not responding"),
+        "{line}"
+    );
+    assert!(line.contains("/etc/munge/munge.key"), "{line}");
+    assert_healthy_except(&r, "lgn2");
+}
+
+#[test]
+fn a_munge_key_file_that_differs_on_one_node_is_named_by_its_digest() {
+    let c = Cluster::up();
+    c.break_node("lgn3", "munge-key-file");
+    let (r, code, _) = sweep(30);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(
+        cluster_findings(&r).contains(&("cluster.munge_key_digest".into(), vec!["lgn3".into()])),
+        "{r:#}"
+    );
+    // The node check itself sees a key newer than its munged.
+    assert!(
+        finding_ids(node(&r, "lgn3")).contains(&"node.munge.key_stale".to_string()),
+        "{r:#}"
+    );
+    assert_healthy_except(&r, "lgn3");
+}
+
+#[test]
+fn a_node_whose_hostname_resolves_to_loopback_is_named() {
+    let c = Cluster::up();
+    c.break_node("lgn1", "hosts-loopback");
+    let (r, code, _) = sweep(30);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(
+        finding_ids(node(&r, "lgn1")).contains(&"node.hostname.loopback".to_string()),
+        "{r:#}"
+    );
+    assert_healthy_except(&r, "lgn1");
+}
+
+#[test]
+fn a_node_whose_hostname_resolves_to_fe80_is_named() {
+    let c = Cluster::up();
+    c.break_node("lgn2", "hosts-fe80");
+    let (r, code, _) = sweep(30);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(
+        finding_ids(node(&r, "lgn2")).contains(&"node.hostname.link_local".to_string()),
+        "{r:#}"
+    );
+    assert_healthy_except(&r, "lgn2");
+}
+
+#[test]
+fn a_node_with_a_different_plugstack_is_named() {
+    let c = Cluster::up();
+    c.break_node("lgn3", "plugstack");
+    let (r, code, _) = sweep(30);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(
+        cluster_findings(&r).contains(&("cluster.plugstack_digest".into(), vec!["lgn3".into()])),
+        "{r:#}"
+    );
+    assert_healthy_except(&r, "lgn3");
+}
+
+#[test]
+fn a_down_node_is_reported_and_the_sweep_ends_on_time() {
+    let c = Cluster::up();
+    c.break_node("lgn3", "down");
+    let (r, code, elapsed) = sweep(30);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(elapsed < Duration::from_secs(35), "took {elapsed:?}");
+    let n = node(&r, "lgn3");
+    assert_eq!(n["result"], "unreachable", "{n:#}");
+    assert_eq!(finding_ids(n), vec!["cluster.node_unreachable"]);
+    let line = n["findings"][0]["line"].as_str().unwrap();
+    assert!(line.contains("check slurmd on lgn3"), "{line}");
+    assert_healthy_except(&r, "lgn3");
+}
+
+fn nccl_sweep(slow: &str) -> (Value, i32) {
+    let out =
+        std::env::temp_dir().join(format!("lg-sweep-nccl-test-{slow}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");
+    let (r, code, _) = run_json(
+        &[
+            "sweep",
+            "nccl",
+            "--quiet",
+            "--rounds",
+            "2",
+            "--round-timeout",
+            "120",
+            "--command",
+            standin.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("LG_FAKE_SLOW_NODE", slow)],
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    (r, code)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_planted_slow_node_is_named_bad_within_two_rounds() {
+    let _c = Cluster::up();
+    for slow in ["lgn3", "lgn2"] {
+        let (r, code) = nccl_sweep(slow);
+        assert_eq!(code, 2, "{r:#}");
+        assert_eq!(strings(&r["bad"]), vec![slow.to_string()], "{r:#}");
+        assert!(strings(&r["suspect"]).is_empty(), "{r:#}");
+        let mut good: Vec<String> = ["lgn1", "lgn2", "lgn3"]
+            .into_iter()
+            .filter(|n| *n != slow)
+            .map(String::from)
+            .collect();
+        good.sort();
+        assert_eq!(strings(&r["good"]), good, "{r:#}");
+        let rounds = r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["round"].as_u64().unwrap())
+            .max();
+        assert!(rounds <= Some(2), "{r:#}");
+        let ids: Vec<&str> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["nccl.bad_node"], "{r:#}");
+        // Every pair ran through Slurm and finished.
+        for run in r["runs"].as_array().unwrap() {
+            assert_eq!(run["state"], "COMPLETED", "{run:#}");
+        }
+    }
+}
+
+#[test]
+fn without_a_slow_node_no_node_is_accused() {
+    let _c = Cluster::up();
+    let (r, code) = nccl_sweep("none");
+    assert_eq!(code, 0, "{r:#}");
+    assert!(
+        strings(&r["bad"]).is_empty() && strings(&r["suspect"]).is_empty(),
+        "{r:#}"
+    );
+    assert_eq!(strings(&r["good"]), vec!["lgn1", "lgn2", "lgn3"], "{r:#}");
+}
