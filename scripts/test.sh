@@ -13,6 +13,9 @@ LOG=$(mktemp /tmp/launchguard-test.XXXXXX)
 trap 'rm -f "$LOG"' EXIT
 
 for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh up; done
+# launchguard sweep (issue 8): a three-node Slurm on this machine (namespaces, ports 6917/6918) for
+# sweep/tests/multinode.rs, run below by `cargo test --workspace` (about 80 s of tests).
+scripts/multinode.sh up 3
 echo "test: cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "test: cargo clippy -D warnings" >&2

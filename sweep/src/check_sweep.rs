@@ -282,19 +282,18 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         let mut handles = Vec::new();
         for _ in 0..opts.parallel.max(1).min(missing.len()) {
             let (queue, done, opts, job) = (queue.clone(), done.clone(), opts.clone(), job.clone());
-            handles.push(thread::spawn(move || loop {
-                let Some(n) = queue.lock().map(|mut q| q.pop()).ok().flatten() else {
-                    break;
-                };
-                let b = retry_deadline.saturating_duration_since(Instant::now());
-                if b.is_zero() {
-                    break;
-                }
-                if let Ok(o) =
-                    slurm::run(&mut srun_cmd(&opts, std::slice::from_ref(&n), &job, b), b)
-                {
-                    if let Ok(mut d) = done.lock() {
-                        d.push((n, o));
+            handles.push(thread::spawn(move || {
+                while let Some(n) = queue.lock().map(|mut q| q.pop()).ok().flatten() {
+                    let b = retry_deadline.saturating_duration_since(Instant::now());
+                    if b.is_zero() {
+                        break;
+                    }
+                    if let Ok(o) =
+                        slurm::run(&mut srun_cmd(&opts, std::slice::from_ref(&n), &job, b), b)
+                    {
+                        if let Ok(mut d) = done.lock() {
+                            d.push((n, o));
+                        }
                     }
                 }
             }));
