@@ -17,6 +17,7 @@ the ratio NHC / launchguard.
 import argparse
 import json
 import os
+import pwd
 import statistics
 import subprocess
 import sys
@@ -29,7 +30,7 @@ LG = os.path.join(ROOT, "target", "release", "launchguard")
 NHC_CONF = """\
 * || export MARK_OFFLINE=0
 * || check_file_test -r -f /etc/munge/munge.key
-* || check_file_stat -u munge -m 0400 /etc/munge/munge.key
+* || check_file_stat -u {munge_uid} -m 0400 /etc/munge/munge.key
 * || check_ps_service -u munge munged
 * || check_ps_service -u root slurmd
 * || check_cmd_output -t 5 -m '/^[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+ /' getent ahostsv4 {host}
@@ -39,9 +40,12 @@ NHC_CONF = """\
 """
 
 
-def timed(argv, env=None):
+def timed(argv, env=None, capture=True):
+    # NHC's check_cmd_* leave a timer child holding stdout/stderr open until it expires: reading NHC
+    # through pipes would time that, not NHC (slurmd gives HealthCheckProgram /dev/null).
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
     t = time.perf_counter()
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env)
     return (time.perf_counter() - t) * 1e3, p
 
 
@@ -64,15 +68,20 @@ def main():
     d = tempfile.mkdtemp(prefix="lg-bench-nhc-")
     conf = os.path.join(d, "nhc.conf")
     with open(conf, "w") as f:
-        f.write(NHC_CONF.format(host=host))
-    env = dict(os.environ, INCDIR=os.path.join(a.nhc_dir, "scripts"), HELPERDIR=os.path.join(a.nhc_dir, "helpers"))
-    nhc_argv = [nhc, "-D", d, "-c", conf, "-l", os.path.join(d, "nhc.log"), "-t", "30"]
-    _, p = timed(nhc_argv, env)
-    if p.returncode != 0:
-        sys.exit(f"bench: NHC's checks do not pass here, fix that first: {p.stdout.decode()} {p.stderr.decode()} (log {d}/nhc.log)")
+        f.write(NHC_CONF.format(host=host, munge_uid=pwd.getpwnam("munge").pw_uid))
+    env = dict(os.environ)
+    # NHC resets INCDIR/HELPERDIR from the environment; trailing NAME=value arguments are eval'ed.
+    nhc_argv = [nhc, "-D", d, "-c", conf, "-l", os.path.join(d, "nhc.log"), "-t", "30",
+                f"INCDIR={a.nhc_dir}/scripts", f"HELPERDIR={a.nhc_dir}/helpers", "MARK_OFFLINE=0",
+                f"RESULTFILE={d}/nhc.status"]
+    _, p = timed(nhc_argv[:1] + ["-v"] + nhc_argv[1:], env, capture=False)
+    log = open(os.path.join(d, "nhc.log")).read()
+    if p.returncode != 0 or "command not found" in log or "No such file" in log or log.count("Running check:") < 9:
+        sys.exit(f"bench: NHC's checks did not all run and pass here, fix that first (log {d}/nhc.log):\n{log}")
     sides = {"nhc": [], "lg_cli": [], "lg_suite": [], "lg_equiv_cli": []}
     for _ in range(a.runs):
-        t, p = timed(nhc_argv, env)
+        t, p = timed(nhc_argv, env, capture=False)
+        assert p.returncode == 0, "NHC failed during the runs"
         sides["nhc"].append(t)
         t, p = timed([LG, "check", "--json", "--config", "/dev/null"])
         sides["lg_cli"].append(t)
