@@ -225,14 +225,16 @@ launchguard check --json >"$WORK/check-root.json" || true
 unshare -m sh -c 'mount --make-rprivate / && mount -o remount,bind,ro / && mount -t tmpfs tmpfs /tmp &&
   exec setpriv --bounding-set=-all,"$1" --inh-caps=-all --no-new-privs launchguard check --json' sh "$caps" \
   >"$WORK/check-sandbox.json" || true
-check "under the unit's bound (-all,$caps, no_new_privs, read-only /) launchguard check judges the node as root does" \
+check "under the unit's bound (-all,$caps, no_new_privs, read-only /) launchguard check judges the node as root does (verdicts and facts)" \
   python3 -c '
 import json, sys
 def load(p):
-    return {c["id"]: c["status"] for c in json.load(open(p))["checks"]}
+    r = json.load(open(p))
+    # the verdicts and the facts (slurm_version comes from running slurmd -V)
+    return {**{c["id"]: c["status"] for c in r["checks"]}, **r.get("facts", {})}
 a, b = load(sys.argv[1]), load(sys.argv[2])
 diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
-print("    | %d checks, differences: %s" % (len(a), diff or "none"))
+print("    | %d checks and facts, differences: %s" % (len(a), diff or "none"))
 sys.exit(1 if diff or not a else 0)
 ' "$WORK/check-root.json" "$WORK/check-sandbox.json"
 
