@@ -21,6 +21,9 @@ pub struct Args {
     /// The agent's socket (default: the config's `socket`).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// Make the agent run its checks now (instead of showing its last run).
+    #[arg(long)]
+    pub refresh: bool,
     /// Config file.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -55,6 +58,12 @@ pub fn run(a: &Args) -> ExitCode {
         Err(code) => return code,
     };
     let socket = a.socket.clone().unwrap_or(cfg.socket);
+    if a.refresh {
+        if let Err(e) = ask(&socket, "{\"v\":1,\"kind\":\"check\"}") {
+            eprintln!("launchguard: status: {e}");
+            return ExitCode::from(3);
+        }
+    }
     let line = match ask(
         &socket,
         &format!("{{\"v\":1,\"kind\":\"status\",\"limit\":{}}}", a.limit),

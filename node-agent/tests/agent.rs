@@ -270,6 +270,21 @@ fn srun_goes_on_when_the_agent_is_wedged_or_killed() {
     }
     // And a second agent replaces the stale socket.
     let b = Agent::start_in(a.dir.clone(), "");
+    let first = b.status()["last_check"]["timestamp"].as_u64().unwrap();
     assert!(b.status()["last_check"]["checks"].as_array().unwrap().len() > 20);
+    // On demand: --refresh runs the checks now.
+    std::thread::sleep(Duration::from_millis(1100));
+    let o = lg(&[
+        "status",
+        "--refresh",
+        "--json",
+        "--socket",
+        b.socket.to_str().unwrap(),
+    ]);
+    let st: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+    assert!(
+        st["last_check"]["timestamp"].as_u64().unwrap() > first,
+        "{st}"
+    );
     plugstack("mode=warn");
 }
