@@ -30,7 +30,12 @@ impl Agent {
         let cfg = config(
             &dir,
             &format!(
-                "interval_secs = 1\ntextfile = \"{}\"\n{extra}",
+                "{}textfile = \"{}\"\n{extra}",
+                if extra.contains("interval_secs") {
+                    ""
+                } else {
+                    "interval_secs = 1\n"
+                },
                 dir.join("launchguard.prom").display()
             ),
         );
@@ -269,7 +274,7 @@ fn srun_goes_on_when_the_agent_is_wedged_or_killed() {
         );
     }
     // And a second agent replaces the stale socket.
-    let b = Agent::start_in(a.dir.clone(), "");
+    let b = Agent::start_in(a.dir.clone(), "interval_secs = 3600\n");
     let first = b.status()["last_check"]["timestamp"].as_u64().unwrap();
     assert!(b.status()["last_check"]["checks"].as_array().unwrap().len() > 20);
     // On demand: --refresh runs the checks now.
