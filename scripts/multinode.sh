@@ -218,10 +218,15 @@ start_slurmd() { # node
 wait_nodes() { # node… : wait until idle
   local node i st
   for node in "$@"; do
-    for i in $(seq 150); do
+    for i in $(seq 300); do
       st=$(sinfo -h -n "$node" -o '%T' 2>/dev/null || true)
       case "$st" in idle|mixed|allocated) break ;; esac
       case "$st" in down*|drain*) scontrol update nodename="$node" state=resume 2>/dev/null || true ;; esac
+      # A job slurmctld could not terminate there while the node was broken stays "completing" until
+      # slurmctld resends TERMINATE_JOB (every 60 s); down + resume ends it now (test cluster only).
+      if [ "$i" = 25 ] && [ "$st" = completing ]; then
+        scontrol update nodename="$node" state=down reason="multinode.sh heal" 2>/dev/null || true
+      fi
       sleep 0.2
     done
     case "$st" in idle|mixed|allocated) ;; *) die "node $node is '$st', not idle (see $D/slurmd.$node.log, $D/slurmctld.log)" ;; esac
@@ -236,6 +241,9 @@ heal_node() { # node n
   if ! cmp -s "$dir/etc-munge/munge.key" "$D/ctld-munge/munge.key" || [ -e "$dir/munge-key-broken" ]; then
     write_key "$node"
     stop_pidfile "$dir/munge-run/munged.pid"
+    # slurmd too: re-registering with the right key ends the jobs slurmctld could not clean up there
+    # (they keep the node "completing" otherwise).
+    [ -e "$dir/munge-key-broken" ] && stop_pidfile "$D/slurmd.$node.pid"
     rm -f "$dir/munge-key-broken"
     # munged must start after the key's mtime (a second later), or node.munge.key_stale rightly
     # says the running munged may hold an older key.
@@ -262,6 +270,12 @@ up() {
     wait_nodes $(for i in $(seq "$n"); do echo "lgn$i"; done)
     log "up (already): $n nodes healed, SLURM_CONF=$CONF"
     return 0
+  fi
+  # Let this cluster's jobs end first: a slurmstepd that outlives its slurmd keeps the node
+  # "completing" in the next cluster.
+  if pid_alive "$D/slurmctld.pid" && scontrol ping >/dev/null 2>&1; then
+    scancel -u root 2>/dev/null || true
+    for i in $(seq 50); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
   fi
   stop_all
   del_net

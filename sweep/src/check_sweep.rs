@@ -267,9 +267,11 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         }
     }
     // Per-node retries for the silent ones, in parallel, in the time left.
+    // A node srun named in a launch error ("… failed on node X: …") already has Slurm's reason;
+    // asking it again would only wait for the aborted step's cleanup on it.
     let missing: Vec<String> = ask
         .iter()
-        .filter(|n| !results.contains_key(*n))
+        .filter(|n| !results.contains_key(*n) && !launch_err.contains_key(*n))
         .cloned()
         .collect();
     if !missing.is_empty() && left() > Duration::from_millis(500) {

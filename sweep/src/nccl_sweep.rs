@@ -424,6 +424,19 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
             line: f.to_string(),
         });
     }
+    if usable.len() == 2 {
+        findings.push(Finding::new(
+            "nccl.inconclusive",
+            Severity::Warning,
+            usable.clone(),
+            &format!(
+                "only 2 usable nodes ({}): one pair has nothing to be compared with",
+                usable.join(",")
+            ),
+            "a slow pair cannot say which of its two nodes is slow",
+            "sweep at least 3 nodes, or add a node known to be good to the node list",
+        ));
+    }
     for r in runs
         .iter()
         .filter(|r| r.job_id.is_none() || r.state.starts_with("not finished"))
