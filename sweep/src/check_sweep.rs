@@ -651,6 +651,39 @@ mod tests {
         assert!(f.line.contains("check slurmd on z"), "{}", f.line);
     }
 
+    /// The login-node side at 10,000 nodes: labelled output cut in srun's 1024-byte chunks, parsed,
+    /// compared and rendered. Prints the time (README "Cluster-wide sweep" quotes it).
+    #[test]
+    fn aggregating_ten_thousand_nodes_stays_cheap() {
+        let n = 10_000;
+        let mut stdout = String::new();
+        let mut scope = Vec::new();
+        for i in 0..n {
+            let name = format!("gpu-{i:05}");
+            let key = if i == 4242 { "sha256:odd" } else { "sha256:k1" };
+            stdout.push_str(&format!("{i}: {}{name}\n", report::NODE_MARKER));
+            for chunk in canned(&name, key, "").as_bytes().chunks(1024) {
+                stdout.push_str(&format!("{i}: {}\n", std::str::from_utf8(chunk).unwrap()));
+            }
+            scope.push(name);
+        }
+        let t = Instant::now();
+        let mut results = BTreeMap::new();
+        let mut unreadable = BTreeMap::new();
+        absorb(&mut results, &mut unreadable, &stdout, "");
+        let r = assemble(&scope, results, |_| None, 1, Duration::ZERO);
+        let text = render(&r);
+        let took = t.elapsed();
+        eprintln!(
+            "aggregating {n} nodes ({} bytes of output): {took:?}",
+            stdout.len()
+        );
+        assert_eq!(r.cluster_findings.len(), 1);
+        assert_eq!(r.cluster_findings[0].nodes, vec!["gpu-04242"]);
+        assert!(text.lines().count() > n);
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
     #[test]
     fn the_task_script_marks_the_node_and_quotes_the_binary() {
         assert_eq!(
