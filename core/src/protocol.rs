@@ -64,9 +64,48 @@ pub struct Report {
     pub mode: String,
     /// `allowed`, `warned` or `rejected`.
     pub action: String,
-    /// Findings shown.
-    #[cfg_attr(feature = "serde", serde(default))]
+    /// Findings shown (the agent keeps the first [`MAX_FINDINGS`] and skips the rest while decoding,
+    /// without allocating them).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, deserialize_with = "bounded::findings")
+    )]
     pub findings: Vec<ReportFinding>,
+}
+
+/// Findings the agent keeps per report.
+pub const MAX_FINDINGS: usize = 8;
+
+#[cfg(feature = "serde")]
+mod bounded {
+    use super::{ReportFinding, MAX_FINDINGS};
+    use serde::de::{IgnoredAny, SeqAccess, Visitor};
+    use std::fmt;
+
+    /// Decodes at most [`MAX_FINDINGS`] findings; the rest are parsed as `IgnoredAny` (no allocation).
+    pub fn findings<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<ReportFinding>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Vec<ReportFinding>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of findings")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while out.len() < MAX_FINDINGS {
+                    match seq.next_element()? {
+                        Some(f) => out.push(f),
+                        None => return Ok(out),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 fn push_str(out: &mut String, s: &str) {

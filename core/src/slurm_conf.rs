@@ -14,6 +14,19 @@ pub struct NodeLine {
 }
 
 impl NodeLine {
+    /// This node's entry of a per-node hostlist attribute (`NodeAddr=10.0.0.[1-16]` for
+    /// `NodeName=gpu-[01-16]`: the address at the node's index), or the whole value when it does not
+    /// expand to one entry per node.
+    pub fn get_for(&self, key: &str, node: &str) -> Option<String> {
+        let v = self.get(key)?;
+        let names = hostlist::expand(&self.names)?;
+        let i = names.iter().position(|n| n == node)?;
+        match hostlist::expand(v) {
+            Some(vals) if vals.len() == names.len() => vals.get(i).cloned(),
+            _ => Some(v.to_string()),
+        }
+    }
+
     /// The last value of `key` (case-insensitive).
     pub fn get(&self, key: &str) -> Option<&str> {
         let key = key.to_ascii_lowercase();
@@ -52,6 +65,25 @@ impl SlurmConf {
         self.nodes
             .iter()
             .find(|l| hostlist::contains(&l.names, node))
+    }
+
+    /// The NodeName of the node whose name or `NodeHostname` is `host` (slurmd matches its hostname
+    /// against both), if any.
+    pub fn node_name_for_host(&self, host: &str) -> Option<String> {
+        for l in &self.nodes {
+            let Some(names) = hostlist::expand(&l.names) else {
+                continue;
+            };
+            if names.iter().any(|n| n == host) {
+                return Some(host.to_string());
+            }
+            if let Some(hosts) = l.get("NodeHostname").and_then(hostlist::expand) {
+                if let Some(i) = hosts.iter().position(|h| h == host) {
+                    return names.get(i.min(names.len().saturating_sub(1))).cloned();
+                }
+            }
+        }
+        None
     }
 
     /// How many nodes the node lines define (`None` if an expression cannot be expanded).
@@ -259,6 +291,21 @@ mod tests {
         assert_eq!(n.get("RealMemory"), Some("2000"));
         assert_eq!(n.get("gres"), Some("gpu:8"));
         assert_eq!(c.node("cpu1").unwrap().get("NodeAddr"), Some("10.0.0.1"));
+        let c2 = parse(
+            "NodeName=gpu-[01-16] NodeAddr=10.0.0.[1-16] NodeHostname=h[1-16]\n",
+            "s",
+            &mut no_include,
+        );
+        assert_eq!(
+            c2.node("gpu-07")
+                .unwrap()
+                .get_for("NodeAddr", "gpu-07")
+                .as_deref(),
+            Some("10.0.0.7")
+        );
+        assert_eq!(c2.node_name_for_host("h3").as_deref(), Some("gpu-03"));
+        assert_eq!(c2.node_name_for_host("gpu-03").as_deref(), Some("gpu-03"));
+        assert_eq!(c2.node_name_for_host("zz"), None);
         assert!(c.node("gpu-17").is_none());
         assert_eq!(c.node_count(), Some(17));
     }

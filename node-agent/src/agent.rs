@@ -173,6 +173,9 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
                         tracing::info!("configuration re-read (socket and report limits apply at the next start)");
                         cfg = c;
                         runner = Arc::new(Runner::new(Ctx::new(cfg.clone())));
+                        sh.set_runner(runner.clone());
+                        let period = Duration::from_secs(if cfg.interval_secs == 0 { 365 * 86400 } else { cfg.interval_secs });
+                        tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
                     }
                     Err(e) => tracing::error!("config: {e}; keeping the previous configuration"),
                 }

@@ -7,6 +7,10 @@
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+/// Longest `check_timeout_secs`: below half of the unit's `WatchdogSec=30`, whose ping comes from
+/// the loop that waits for the checks.
+pub const MAX_CHECK_TIMEOUT: u64 = 14;
+
 /// Where the config is read from when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/launchguard/launchguard.toml";
 
@@ -24,6 +28,9 @@ pub struct Config {
     pub slurm_conf: Option<PathBuf>,
     /// Slurm's PluginDir (default: slurm.conf's `PluginDir`, else the distribution's directory).
     pub plugin_dir: Option<PathBuf>,
+    /// This node's NodeName (default: `$SLURMD_NODENAME`, else the slurm.conf node whose NodeName or
+    /// NodeHostname is the short hostname, else the short hostname). Set it when slurmd runs with -N.
+    pub node_name: Option<String>,
     /// The agent's socket.
     pub socket: PathBuf,
     /// Prometheus textfile (written only when its directory exists; "" disables).
@@ -82,7 +89,7 @@ pub struct NcclEnv {
 pub struct Reports {
     /// Reports kept for `launchguard status` (default 1000).
     pub history: usize,
-    /// Clients connected at once (default 256); more are refused and counted.
+    /// Clients connected at once (default 128); more are refused and counted.
     pub max_connections: usize,
     /// Reports per second per non-root uid (default 200; bursts of twice that).
     pub per_uid_rate: u32,
@@ -110,6 +117,7 @@ impl Default for Config {
             disabled: vec![],
             slurm_conf: None,
             plugin_dir: None,
+            node_name: None,
             socket: launchguard_core::protocol::DEFAULT_SOCKET.into(),
             textfile: "/var/lib/prometheus/node-exporter/launchguard.prom".into(),
             munge: Munge::default(),
@@ -159,7 +167,7 @@ impl Default for Reports {
     fn default() -> Self {
         Reports {
             history: 1000,
-            max_connections: 256,
+            max_connections: 128,
             per_uid_rate: 200,
             idle_timeout_secs: 5,
             socket_mode: 0o666,
@@ -205,19 +213,56 @@ impl Config {
         let c: Config =
             toml::from_str(text).map_err(|e| ConfigError::Parse(path.into(), e.to_string()))?;
         let bad = |m: &str| Err(ConfigError::Invalid(path.into(), m.into()));
-        if c.check_timeout_secs == 0 || c.check_timeout_secs > 55 {
+        if c.interval_secs > 7 * 86_400 {
+            return bad("interval_secs must be 0..=604800 (0: only at start and on SIGHUP)");
+        }
+        if c.check_timeout_secs == 0 || c.check_timeout_secs > MAX_CHECK_TIMEOUT {
+            return bad("check_timeout_secs must be 1..=14 (the unit's WatchdogSec=30 must see the agent answer while a check hangs)");
+        }
+        if c.reports.history == 0 || c.reports.history > 10_000 {
+            return bad("reports.history must be 1..=10000");
+        }
+        if c.reports.max_connections < 16 || c.reports.max_connections > 4096 {
             return bad(
-                "check_timeout_secs must be 1..=55 (Slurm kills HealthCheckProgram at 60 s)",
+                "reports.max_connections must be 16..=4096 (keep it below the unit's LimitNOFILE)",
             );
         }
-        if c.reports.history == 0 || c.reports.history > 100_000 {
-            return bad("reports.history must be 1..=100000");
+        if c.reports.per_uid_rate == 0 {
+            return bad(
+                "reports.per_uid_rate must be at least 1 (0 would refuse every user's report)",
+            );
         }
-        if c.reports.max_connections == 0 || c.reports.max_connections > 65_536 {
-            return bad("reports.max_connections must be 1..=65536");
+        if c.reports.idle_timeout_secs == 0 || c.reports.idle_timeout_secs > 300 {
+            return bad("reports.idle_timeout_secs must be 1..=300");
         }
-        if c.reports.socket_mode > 0o777 {
-            return bad("reports.socket_mode must be a permission mode such as 0o666");
+        if c.reports.socket_mode > 0o777 || c.reports.socket_mode & 0o600 != 0o600 {
+            return bad("reports.socket_mode must be a permission mode with owner read+write, such as 0o666 or 0o600");
+        }
+        let known = launchguard_core::node::all_checks();
+        for d in &c.disabled {
+            let ok = known
+                .iter()
+                .any(|k| k.id == d || format!("node.{}", k.family) == *d);
+            if !ok {
+                return bad(&format!(
+                    "disabled: '{d}' is neither a check ID nor a family such as node.munge (see launchguard list-checks)"
+                ));
+            }
+        }
+        for (name, p) in [
+            ("socket", &c.socket),
+            ("munge.key", &c.munge.key),
+            ("munge.socket", &c.munge.socket),
+            ("munge.pid_file", &c.munge.pid_file),
+            ("enroot.conf", &c.enroot.conf),
+            ("nccl_env.rules", &c.nccl_env.rules),
+        ] {
+            if !p.is_absolute() {
+                return bad(&format!(
+                    "{name} must be an absolute path, not '{}'",
+                    p.display()
+                ));
+            }
         }
         if !["auto", "efa", "ib"].contains(&c.nccl_env.fabric.as_str()) {
             return bad("nccl_env.fabric must be auto, efa or ib");
@@ -240,12 +285,25 @@ impl Config {
         }
     }
 
-    /// slurm.conf's path: the config's, else `$SLURM_CONF`, else `/etc/slurm/slurm.conf`.
+    /// slurm.conf's path: the config's, else `$SLURM_CONF`, else `/etc/slurm/slurm.conf`, else (a
+    /// configless slurmd) the copy slurmd keeps in `/run/slurm/conf/` or its spool's `conf-cache/`.
     pub fn slurm_conf_path(&self) -> PathBuf {
-        self.slurm_conf
+        if let Some(p) = self
+            .slurm_conf
             .clone()
             .or_else(|| std::env::var_os("SLURM_CONF").map(PathBuf::from))
-            .unwrap_or_else(|| "/etc/slurm/slurm.conf".into())
+        {
+            return p;
+        }
+        [
+            "/etc/slurm/slurm.conf",
+            "/run/slurm/conf/slurm.conf",
+            "/var/spool/slurmd/conf-cache/slurm.conf",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| "/etc/slurm/slurm.conf".into())
     }
 
     /// Whether a check ID is disabled (by its ID or a prefix family such as `node.munge`).

@@ -41,7 +41,7 @@ pub struct NodeState {
 
 impl NodeState {
     fn drained(&self) -> bool {
-        self.state.contains("DRAIN") || self.state.starts_with("DOWN")
+        self.state.contains("DRAIN")
     }
 }
 
@@ -104,22 +104,38 @@ pub fn reason(rep: &NodeReport) -> Option<String> {
     Some(r)
 }
 
-/// Decides what to do from the node's state and the checks.
-pub fn decide(node: &NodeState, want: Option<&str>) -> Action {
-    let ours = node
-        .reason
-        .as_deref()
-        .is_some_and(|r| r.starts_with(PREFIX));
+/// The check ID in a reason launchguard set (`launchguard: node.munge.key_mode: …`).
+pub fn reason_id(reason: &str) -> Option<&str> {
+    reason.strip_prefix(PREFIX)?.trim_start().split(':').next()
+}
+
+/// Decides what to do from the node's state, the reason launchguard would set (`want`, from the
+/// CRITICAL checks) and the status of any check by ID. Rules: any reason not starting with
+/// `launchguard:` is someone else's and is never touched, whatever the node's state; a node is
+/// resumed only from DRAIN (never from DOWN, which slurmctld may have set), only when launchguard set
+/// the reason, and only when the check named in it is OK now (UNKNOWN keeps the drain).
+pub fn decide(
+    node: &NodeState,
+    want: Option<&str>,
+    status: &dyn Fn(&str) -> Option<Status>,
+) -> Action {
+    let reason = node.reason.as_deref().filter(|r| !r.is_empty());
+    let ours = reason.is_some_and(|r| r.starts_with(PREFIX));
     match want {
-        Some(r) if node.drained() && ours && node.reason.as_deref() == Some(r) => Action::None,
-        Some(_) if node.drained() && !ours && node.reason.is_some() => {
-            Action::LeaveForeign(node.reason.clone().unwrap_or_default())
+        Some(_) if reason.is_some() && !ours => {
+            Action::LeaveForeign(reason.unwrap_or_default().to_string())
         }
-        Some(r) if node.drained() && !ours => {
+        Some(r) if node.drained() && reason == Some(r) => Action::None,
+        Some(r) if node.state.starts_with("DOWN") && !node.drained() && !ours => {
             Action::LeaveForeign(format!("node is {} ({r})", node.state))
         }
         Some(r) => Action::Drain(r.to_string()),
-        None if node.drained() && ours => Action::Resume,
+        None if node.drained() && ours && !node.state.starts_with("DOWN") => {
+            match reason.and_then(reason_id).map(status) {
+                Some(Some(Status::Ok)) | Some(None) => Action::Resume,
+                _ => Action::None,
+            }
+        }
         None => Action::None,
     }
 }
@@ -159,7 +175,13 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let action = decide(&state, want.as_deref());
+    let status = |id: &str| {
+        rep.checks
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| parse_status(&c.status))
+    };
+    let action = decide(&state, want.as_deref(), &status);
     let drain = cfg.health.drain && !a.dry_run;
     let verb = if drain { "" } else { "would " };
     let result = match &action {
@@ -237,27 +259,53 @@ mod tests {
     #[test]
     fn never_overwrites_a_foreign_reason_and_resumes_only_its_own() {
         let lg = "launchguard: node.munge.key_mode: bad";
+        let ok = |_: &str| Some(Status::Ok);
+        let unknown = |_: &str| Some(Status::Unknown);
         assert_eq!(
-            decide(&st("IDLE", None), Some(lg)),
+            decide(&st("IDLE", None), Some(lg), &ok),
             Action::Drain(lg.into())
         );
-        assert_eq!(decide(&st("IDLE+DRAIN", Some(lg)), Some(lg)), Action::None);
+        assert_eq!(
+            decide(&st("IDLE+DRAIN", Some(lg)), Some(lg), &ok),
+            Action::None
+        );
         assert_eq!(
             decide(
                 &st("IDLE+DRAIN", Some("launchguard: node.x: old")),
-                Some(lg)
+                Some(lg),
+                &ok
             ),
             Action::Drain(lg.into())
         );
         assert!(matches!(
-            decide(&st("IDLE+DRAIN", Some("bad DIMM")), Some(lg)),
+            decide(&st("IDLE+DRAIN", Some("bad DIMM")), Some(lg), &ok),
             Action::LeaveForeign(_)
         ));
-        assert_eq!(decide(&st("IDLE+DRAIN", Some(lg)), None), Action::Resume);
+        // A foreign reason on a node that is not drained (REBOOT_REQUESTED, FAIL…) is kept too.
+        assert!(matches!(
+            decide(
+                &st("IDLE+REBOOT_REQUESTED", Some("firmware update")),
+                Some(lg),
+                &ok
+            ),
+            Action::LeaveForeign(_)
+        ));
         assert_eq!(
-            decide(&st("IDLE+DRAIN", Some("bad DIMM")), None),
+            decide(&st("IDLE+DRAIN", Some(lg)), None, &ok),
+            Action::Resume
+        );
+        // The check that drained it is UNKNOWN now: keep the drain.
+        assert_eq!(
+            decide(&st("IDLE+DRAIN", Some(lg)), None, &unknown),
             Action::None
         );
-        assert_eq!(decide(&st("MIXED", None), None), Action::None);
+        // Never resume from DOWN.
+        assert_eq!(decide(&st("DOWN+DRAIN", Some(lg)), None, &ok), Action::None);
+        assert_eq!(
+            decide(&st("IDLE+DRAIN", Some("bad DIMM")), None, &ok),
+            Action::None
+        );
+        assert_eq!(decide(&st("MIXED", None), None, &ok), Action::None);
+        assert_eq!(reason_id(lg), Some("node.munge.key_mode"));
     }
 }

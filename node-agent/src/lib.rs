@@ -25,6 +25,8 @@ pub struct Cli {
     cmd: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the node agent (systemd: launchguard-agent.service): node checks every interval, the

@@ -76,7 +76,19 @@ pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<bool> {
         path.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id()
     ));
-    std::fs::write(&tmp, text)?;
+    // Never write through something planted at the temporary name (a symlink to a root file): remove
+    // it, then create the file exclusively (O_CREAT|O_EXCL does not follow symlinks).
+    let _ = std::fs::remove_file(&tmp);
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+    }
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })?;

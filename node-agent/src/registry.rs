@@ -32,7 +32,7 @@ fn digest(bytes: &[u8]) -> String {
 }
 
 fn file_digest(p: &std::path::Path) -> String {
-    match std::fs::read(p) {
+    match gather::util::read_bytes(p, gather::util::MAX_READ) {
         Ok(b) => digest(&b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "absent".into(),
         Err(e) => format!("unreadable: {e}"),
@@ -260,6 +260,9 @@ pub fn parse_status(s: &str) -> Status {
 pub struct Runner {
     ctx: Arc<Ctx>,
     busy: Arc<Mutex<HashSet<&'static str>>>,
+    /// One run at a time: a run asked for while another is going waits for it, instead of finding
+    /// its families busy and reporting them UNKNOWN.
+    one_at_a_time: tokio::sync::Mutex<()>,
 }
 
 impl Runner {
@@ -268,6 +271,7 @@ impl Runner {
         Runner {
             ctx: Arc::new(ctx),
             busy: Arc::new(Mutex::new(HashSet::new())),
+            one_at_a_time: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -282,6 +286,7 @@ impl Runner {
 
     /// Runs every selected check once.
     pub async fn run(&self, only: &[String]) -> NodeReport {
+        let _one = self.one_at_a_time.lock().await;
         let start = Instant::now();
         let timeout = Duration::from_secs(self.ctx.cfg.check_timeout_secs);
         let infos = all_checks();

@@ -4,7 +4,9 @@
 //! A client can never crash the agent, grow its memory without bound, or make it drop other clients'
 //! reports uncounted: lines are capped at [`MAX_LINE`] bytes, connections at `reports.max_connections`
 //! (more are closed at once and counted), idle clients are cut after `reports.idle_timeout_secs`,
-//! non-root uids are rate-limited per uid, and every refusal increments
+//! non-root uids are rate-limited per uid on every line (garbage and blank lines included), may hold
+//! only a share of the connections (the rest is reserved for root) and stay connected at most 60 s,
+//! stored reports are clipped and users' reports kept apart from root's, and every refusal increments
 //! `launchguard_reports_dropped_total{reason}`. Each report is attributed with `SO_PEERCRED`: a
 //! non-root peer may only report its own uid; root (slurmstepd) may report any job's.
 
@@ -13,7 +15,7 @@ use crate::registry::{NodeReport, Runner};
 use launchguard_core::protocol::{Report, MAX_LINE, VERSION};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -29,6 +31,7 @@ pub const DROP_REASONS: &[&str] = &[
     "connections",
     "idle",
     "not_root",
+    "truncated",
 ];
 /// Report actions counted.
 pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
@@ -37,7 +40,7 @@ pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
 #[derive(Default)]
 pub struct Counters {
     accepted: [AtomicU64; 4],
-    dropped: [AtomicU64; 8],
+    dropped: [AtomicU64; 9],
 }
 
 impl Counters {
@@ -72,6 +75,9 @@ impl Counters {
 /// A stored report with who sent it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Stored {
+    /// Arrival order (for merging root's and users' rings).
+    #[serde(default)]
+    pub seq: u64,
     /// Seconds since the epoch when received.
     pub received: u64,
     /// Peer uid (SO_PEERCRED).
@@ -84,37 +90,64 @@ pub struct Stored {
 
 /// State shared by the connections and the agent loop.
 pub struct Shared {
-    /// Recent reports, oldest first, at most `reports.history`.
+    /// Recent reports from root peers (slurmstepd), oldest first, at most `reports.history`.
     pub history: Mutex<VecDeque<Stored>>,
+    /// Recent reports from non-root peers (srun, the task phase), in their own ring so that a user
+    /// cannot push slurmstepd's reports out.
+    pub user_history: Mutex<VecDeque<Stored>>,
     /// Counters.
     pub counters: Counters,
     /// Last check run.
     pub last_check: Mutex<Option<NodeReport>>,
-    /// The check runner (for on-demand runs).
-    pub runner: Arc<Runner>,
+    runner: Mutex<Arc<Runner>>,
     limiter: Mutex<HashMap<u32, (f64, Instant)>>,
-    conns: AtomicUsize,
+    /// Open connections per peer uid.
+    conns: Mutex<HashMap<u32, usize>>,
     cfg: Reports,
 }
 
 /// Requests a client may send (one JSON object per line, selected by `"kind"`).
-#[derive(Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug)]
 pub enum Message {
     /// A launch report.
     Launch(Report),
     /// `{"v":1,"kind":"status","limit":N}`: last check run, recent reports, counters (root only).
     Status {
-        #[serde(default)]
+        /// How many recent reports to return.
         limit: Option<usize>,
     },
     /// `{"v":1,"kind":"check"}`: run the checks now and answer with the report (root only).
-    Check {},
+    Check,
+}
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    kind: std::borrow::Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct StatusReq {
+    #[serde(default)]
+    limit: Option<usize>,
 }
 
 /// Decodes one line (without its newline). Errors: not JSON, an unknown `kind`, missing fields.
+/// Two passes instead of serde's internally tagged enum, which would first copy the whole object
+/// into a buffer tree: a 64 KiB line of thousands of findings must cost no more than the line.
 pub fn decode(line: &[u8]) -> Result<Message, serde_json::Error> {
-    serde_json::from_slice(line)
+    let head: Head = serde_json::from_slice(line)?;
+    match head.kind.as_ref() {
+        "launch" => serde_json::from_slice(line).map(Message::Launch),
+        "status" => {
+            serde_json::from_slice::<StatusReq>(line).map(|s| Message::Status { limit: s.limit })
+        }
+        "check" => Ok(Message::Check),
+        other => Err(serde::de::Error::custom(format!(
+            "unknown kind '{}'",
+            other.chars().take(40).collect::<String>()
+        ))),
+    }
 }
 
 /// The answer to a status query.
@@ -126,7 +159,7 @@ pub struct StatusReply {
     pub uptime_secs: u64,
     /// Last check run.
     pub last_check: Option<NodeReport>,
-    /// Most recent reports, newest last.
+    /// Most recent reports (root's and users' merged by arrival), newest last.
     pub reports: Vec<Stored>,
     /// `{action: n}`.
     pub reports_total: HashMap<String, u64>,
@@ -136,22 +169,70 @@ pub struct StatusReply {
 
 static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
+/// Findings kept per stored report; messages and names are clipped too, so the history's memory is
+/// bounded whatever clients send (about 2 × history × 5 KB).
+const MAX_FINDINGS: usize = 8;
+const MAX_MESSAGE: usize = 512;
+const MAX_NAME: usize = 128;
+/// Longest a non-root client may stay connected, sending or not.
+const USER_CONN_LIFETIME: Duration = Duration::from_secs(60);
+/// Deadline for writing an answer to a client that does not read it.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Control characters (a forged log line's newline, terminal escapes) become spaces; then clipped.
+fn clean(s: &str, max: usize) -> String {
+    s.chars()
+        .take(max)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+fn sanitize(mut r: Report) -> Report {
+    r.findings.truncate(MAX_FINDINGS);
+    for f in &mut r.findings {
+        f.id = clean(&f.id, MAX_NAME);
+        f.severity = clean(&f.severity, 16);
+        f.message = clean(&f.message, MAX_MESSAGE);
+    }
+    r.phase = clean(&r.phase, 16);
+    r.node = clean(&r.node, MAX_NAME);
+    r.mode = clean(&r.mode, 16);
+    r.action = clean(&r.action, 16);
+    r
+}
+
 impl Shared {
     /// New shared state.
     pub fn new(cfg: Reports, runner: Arc<Runner>) -> Arc<Shared> {
         STARTED.get_or_init(Instant::now);
         Arc::new(Shared {
             history: Mutex::new(VecDeque::with_capacity(cfg.history.min(4096))),
+            user_history: Mutex::new(VecDeque::with_capacity(cfg.history.min(4096))),
             counters: Counters::default(),
             last_check: Mutex::new(None),
-            runner,
+            runner: Mutex::new(runner),
             limiter: Mutex::new(HashMap::new()),
-            conns: AtomicUsize::new(0),
+            conns: Mutex::new(HashMap::new()),
             cfg,
         })
     }
 
-    fn allow(&self, uid: u32) -> bool {
+    /// The current check runner (replaced on SIGHUP).
+    pub fn runner(&self) -> Arc<Runner> {
+        self.runner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the check runner (a new configuration).
+    pub fn set_runner(&self, r: Arc<Runner>) {
+        *self.runner.lock().unwrap_or_else(|p| p.into_inner()) = r;
+    }
+
+    /// Takes `cost` tokens from a non-root uid's bucket (`per_uid_rate` per second, bursts of twice
+    /// that); root is not limited.
+    fn allow(&self, uid: u32, cost: f64) -> bool {
         if uid == 0 {
             return true;
         }
@@ -165,11 +246,39 @@ impl Shared {
         let (tokens, last) = m.entry(uid).or_insert((burst, now));
         *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(burst);
         *last = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
+        if *tokens >= cost {
+            *tokens -= cost;
             true
         } else {
             false
+        }
+    }
+
+    /// Admits a new connection from `uid`: root may use every slot; non-root peers share all but a
+    /// reserve kept for root (slurmstepd's reports, `status`), and one uid may hold at most a
+    /// sixteenth of the slots, so no user can lock the others or root out.
+    fn admit(&self, uid: u32) -> bool {
+        let max = self.cfg.max_connections;
+        let reserve = (max / 8).max(4);
+        let per_uid = (max / 16).max(4);
+        let mut c = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        let total: usize = c.values().sum();
+        let users: usize = c.iter().filter(|(u, _)| **u != 0).map(|(_, n)| *n).sum();
+        let mine = c.get(&uid).copied().unwrap_or(0);
+        let ok = total < max && (uid == 0 || (users < max - reserve && mine < per_uid));
+        if ok {
+            *c.entry(uid).or_insert(0) += 1;
+        }
+        ok
+    }
+
+    fn release(&self, uid: u32) {
+        let mut c = self.conns.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = c.get_mut(&uid) {
+            *n -= 1;
+            if *n == 0 {
+                c.remove(&uid);
+            }
         }
     }
 
@@ -208,17 +317,33 @@ impl Shared {
             ),
         }
         self.counters.accept(&r.action);
-        let mut h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+        let ring = if s.peer_uid == 0 {
+            &self.history
+        } else {
+            &self.user_history
+        };
+        let mut h = ring.lock().unwrap_or_else(|p| p.into_inner());
         while h.len() >= self.cfg.history {
             h.pop_front();
         }
         h.push_back(s);
     }
 
-    /// The status answer.
+    /// The status answer: the last `limit` reports (at most `history`).
     pub fn status(&self, limit: usize) -> StatusReply {
-        let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
-        let skip = h.len().saturating_sub(limit);
+        let limit = limit.min(self.cfg.history);
+        let mut all: Vec<Stored> = {
+            let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+            let u = self.user_history.lock().unwrap_or_else(|p| p.into_inner());
+            h.iter()
+                .rev()
+                .take(limit)
+                .chain(u.iter().rev().take(limit))
+                .cloned()
+                .collect()
+        };
+        all.sort_by_key(|s| s.seq);
+        let skip = all.len().saturating_sub(limit);
         StatusReply {
             version: env!("CARGO_PKG_VERSION").into(),
             uptime_secs: STARTED.get().map(|s| s.elapsed().as_secs()).unwrap_or(0),
@@ -227,7 +352,7 @@ impl Shared {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
-            reports: h.iter().skip(skip).cloned().collect(),
+            reports: all.into_iter().skip(skip).collect(),
             reports_total: self
                 .counters
                 .accepted()
@@ -244,11 +369,15 @@ impl Shared {
     }
 }
 
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
 /// What reading one line gave.
 enum LineRead {
     Line,
     TooLong,
     Eof,
+    /// End of stream after part of a line (a client that died or gave up mid-send).
+    Partial,
 }
 
 /// Reads up to a newline into `buf` (newline excluded), never holding more than `max` bytes; a longer
@@ -263,7 +392,11 @@ async fn read_line_bounded<R: AsyncBufRead + Unpin>(
     loop {
         let avail = r.fill_buf().await?;
         if avail.is_empty() {
-            return Ok(LineRead::Eof);
+            return Ok(if buf.is_empty() && !too_long {
+                LineRead::Eof
+            } else {
+                LineRead::Partial
+            });
         }
         let (chunk, found) = match avail.iter().position(|b| *b == b'\n') {
             Some(i) => (&avail[..i], Some(i + 1)),
@@ -289,33 +422,63 @@ async fn read_line_bounded<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Handles one client until it closes, idles out or misbehaves.
-async fn client(stream: UnixStream, sh: Arc<Shared>) {
-    let cred = stream.peer_cred().ok();
-    let uid = cred.map(|c| c.uid()).unwrap_or(u32::MAX);
-    let pid = cred.and_then(|c| c.pid());
+async fn reply(wr: &mut tokio::net::unix::OwnedWriteHalf, line: &[u8]) -> bool {
+    matches!(
+        tokio::time::timeout(WRITE_TIMEOUT, wr.write_all(line)).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Handles one client until it closes, idles out, outlives its lifetime or misbehaves.
+async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>) {
     let (rd, mut wr) = stream.into_split();
-    let mut rd = BufReader::with_capacity(16 * 1024, rd);
+    let mut rd = BufReader::with_capacity(4 * 1024, rd);
     let mut buf = Vec::new();
     let idle = Duration::from_secs(sh.cfg.idle_timeout_secs.max(1));
+    let start = tokio::time::Instant::now();
+    let mut deadline = start + idle;
     loop {
-        let r = match tokio::time::timeout(idle, read_line_bounded(&mut rd, &mut buf, MAX_LINE))
-            .await
-        {
-            Err(_) => {
-                sh.counters.drop_one("idle");
-                return;
-            }
-            Ok(Err(_)) | Ok(Ok(LineRead::Eof)) => return,
-            Ok(Ok(LineRead::TooLong)) => {
-                sh.counters.drop_one("too_long");
-                continue;
-            }
-            Ok(Ok(LineRead::Line)) => &buf,
-        };
+        if buf.capacity() > 16 * 1024 {
+            // Do not keep a 64 KiB buffer per idle connection after one big line.
+            buf = Vec::new();
+        }
+        if uid != 0 {
+            deadline = deadline.min(start + USER_CONN_LIFETIME);
+        }
+        let r =
+            match tokio::time::timeout_at(deadline, read_line_bounded(&mut rd, &mut buf, MAX_LINE))
+                .await
+            {
+                Err(_) => {
+                    sh.counters.drop_one("idle");
+                    return;
+                }
+                Ok(Err(_)) | Ok(Ok(LineRead::Eof)) => return,
+                Ok(Ok(LineRead::Partial)) => {
+                    sh.counters.drop_one("truncated");
+                    return;
+                }
+                Ok(Ok(LineRead::TooLong)) => {
+                    sh.counters.drop_one("too_long");
+                    if !sh.allow(uid, (MAX_LINE / 4096) as f64) {
+                        sh.counters.drop_one("rate");
+                        return;
+                    }
+                    continue;
+                }
+                Ok(Ok(LineRead::Line)) => &buf,
+            };
+        // Every line costs a user tokens, decodable or not, blank or not: a flood of garbage or of
+        // keep-alive newlines is cut like a flood of reports. Blank lines do not extend the deadline.
+        if !sh.allow(uid, 1.0 + (r.len() / 4096) as f64) {
+            sh.counters.drop_one("rate");
+            return;
+        }
         if r.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+
+        deadline = tokio::time::Instant::now() + idle;
         let msg = match decode(r) {
             Ok(m) => m,
             Err(e) => {
@@ -343,42 +506,39 @@ async fn client(stream: UnixStream, sh: Arc<Shared>) {
                         "report refused: a non-root client claimed another uid"
                     );
                     sh.counters.drop_one("uid_mismatch");
-                } else if !sh.allow(uid) {
-                    sh.counters.drop_one("rate");
                 } else {
                     let received = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map(|d| d.as_secs())
                         .unwrap_or(0);
                     sh.store(Stored {
+                        seq: SEQ.fetch_add(1, Ordering::Relaxed),
                         received,
                         peer_uid: uid,
                         peer_pid: pid,
-                        report,
+                        report: sanitize(report),
                     });
                 }
             }
-            Message::Status { .. } | Message::Check {} if uid != 0 => {
+            Message::Status { .. } | Message::Check if uid != 0 => {
                 sh.counters.drop_one("not_root");
-                let _ = wr
-                    .write_all(b"{\"error\":\"launchguard status is for root\"}\n")
-                    .await;
+                let _ = reply(&mut wr, b"{\"error\":\"launchguard status is for root\"}\n").await;
                 return;
             }
             Message::Status { limit } => {
-                let reply = sh.status(limit.unwrap_or(20));
-                let mut line = serde_json::to_vec(&reply).unwrap_or_default();
+                let st = sh.status(limit.unwrap_or(20));
+                let mut line = serde_json::to_vec(&st).unwrap_or_default();
                 line.push(b'\n');
-                if wr.write_all(&line).await.is_err() {
+                if !reply(&mut wr, &line).await {
                     return;
                 }
             }
-            Message::Check {} => {
-                let rep = sh.runner.run(&[]).await;
+            Message::Check => {
+                let rep = sh.runner().run(&[]).await;
                 *sh.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Some(rep.clone());
                 let mut line = serde_json::to_vec(&rep).unwrap_or_default();
                 line.push(b'\n');
-                if wr.write_all(&line).await.is_err() {
+                if !reply(&mut wr, &line).await {
                     return;
                 }
             }
@@ -398,16 +558,18 @@ pub async fn serve(listener: UnixListener, sh: Arc<Shared>) {
                 continue;
             }
         };
-        if sh.conns.load(Ordering::Relaxed) >= sh.cfg.max_connections {
+        let cred = stream.peer_cred().ok();
+        let uid = cred.map(|c| c.uid()).unwrap_or(u32::MAX);
+        let pid = cred.and_then(|c| c.pid());
+        if !sh.admit(uid) {
             sh.counters.drop_one("connections");
             drop(stream);
             continue;
         }
-        sh.conns.fetch_add(1, Ordering::Relaxed);
         let sh2 = sh.clone();
         tokio::spawn(async move {
-            client(stream, sh2.clone()).await;
-            sh2.conns.fetch_sub(1, Ordering::Relaxed);
+            client(stream, uid, pid, sh2.clone()).await;
+            sh2.release(uid);
         });
     }
 }
@@ -446,6 +608,25 @@ pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
 mod tests {
     use super::*;
 
+    fn decode_str(s: &str) -> Result<Message, serde_json::Error> {
+        decode(s.as_bytes())
+    }
+
+    #[test]
+    fn thousands_of_findings_decode_to_the_first_eight() {
+        let f = r#"{"id":"x","severity":"error","message":"m"}"#;
+        let line = format!(
+            r#"{{"v":1,"kind":"launch","phase":"step","uid":0,"node":"n","mode":"warn","action":"warned","findings":[{}]}}"#,
+            vec![f; 1000].join(",")
+        );
+        match decode_str(&line).unwrap() {
+            Message::Launch(r) => assert_eq!(r.findings.len(), 8),
+            m => panic!("{m:?}"),
+        }
+        assert!(decode_str(r#"{"v":1,"kind":"nope"}"#).is_err());
+        assert!(decode_str(r#"{"v":1}"#).is_err());
+    }
+
     #[tokio::test]
     async fn long_lines_are_discarded_and_the_next_line_still_reads() {
         let data = format!("{}\nshort\n", "x".repeat(100));
@@ -468,14 +649,14 @@ mod tests {
 
     #[test]
     fn messages_decode_by_kind() {
-        let m: Message = serde_json::from_str(
+        let m: Message = decode_str(
             r#"{"v":1,"kind":"launch","phase":"step","job":5,"step":0,"uid":1000,"node":"n","mode":"warn","action":"warned","findings":[],"future":1}"#,
         )
         .unwrap();
         assert!(matches!(m, Message::Launch(r) if r.job == Some(5)));
-        let m: Message = serde_json::from_str(r#"{"v":1,"kind":"status","limit":3}"#).unwrap();
+        let m: Message = decode_str(r#"{"v":1,"kind":"status","limit":3}"#).unwrap();
         assert!(matches!(m, Message::Status { limit: Some(3) }));
-        assert!(serde_json::from_str::<Message>(r#"{"v":1,"kind":"nope"}"#).is_err());
+        assert!(decode_str(r#"{"v":1,"kind":"nope"}"#).is_err());
     }
 
     #[test]
@@ -495,7 +676,7 @@ mod tests {
                 message: "x\u{1}é".into(),
             }],
         };
-        match serde_json::from_str::<Message>(&r.to_json_line()).unwrap() {
+        match decode_str(&r.to_json_line()).unwrap() {
             Message::Launch(back) => assert_eq!(back, r),
             m => panic!("{m:?}"),
         }

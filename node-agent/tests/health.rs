@@ -92,6 +92,19 @@ fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
     let o = lg(&["health", "--config", &bad]);
     assert!(o.stdout.contains("nothing to change"), "{o:?}");
 
+    // The check that drained it cannot judge now (ENOTDIR: UNKNOWN): the drain stays.
+    let unknown = config(
+        &scratch("health-unknown"),
+        &format!("{OTHERS}[munge]\nkey = \"/etc/hosts/munge.key\"\n"),
+    );
+    let o = lg(&["health", "--config", &unknown]);
+    assert_eq!(o.code, 3, "{o:?}");
+    assert!(
+        state().0.contains("DRAIN"),
+        "resumed on UNKNOWN: {:?} {o:?}",
+        state()
+    );
+
     let o = lg(&["health", "--config", &good]);
     assert!(o.stdout.contains("resume"), "{o:?}");
     assert_eq!(o.code, 0, "{o:?}");
@@ -121,12 +134,12 @@ fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
     resume();
 
     // UNKNOWN (a hung check) never drains.
-    let fifo = d.join("fifo.key");
+    let fifo = d.join("fifo.sh");
     cmd(&["mkfifo", fifo.to_str().unwrap()]);
     let hung = config(
-        &d,
+        &scratch("health-hung"),
         &format!(
-            "{OTHERS}check_timeout_secs = 1\n[munge]\nkey = \"{}\"\n",
+            "disabled = [\"node.munge\", \"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.devices\"]\ncheck_timeout_secs = 1\n[nccl_env]\nfiles = [\"{}\"]\n",
             fifo.display()
         ),
     );

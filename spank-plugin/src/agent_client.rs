@@ -12,11 +12,17 @@ use socket2::{Domain, SockAddr, Socket, Type};
 /// `MSG_NOSIGNAL` (Linux): a closed peer gives EPIPE instead of killing srun with SIGPIPE.
 const MSG_NOSIGNAL: i32 = 0x4000;
 
-/// Sends one line; any failure is returned for the caller to ignore (or log at debug level).
-pub fn send_line(path: &str, line: &str) -> std::io::Result<()> {
+/// Connects without blocking. The socket is close-on-exec (socket2's default), so the task's
+/// program never inherits it.
+pub fn connect(path: &str) -> std::io::Result<Socket> {
     let s = Socket::new(Domain::UNIX, Type::STREAM, None)?;
     s.set_nonblocking(true)?;
     s.connect(&SockAddr::unix(path)?)?;
+    Ok(s)
+}
+
+/// Sends one whole line on a connected socket without blocking.
+pub fn send_on(s: &Socket, line: &str) -> std::io::Result<()> {
     let n = s.send_with_flags(line.as_bytes(), MSG_NOSIGNAL)?;
     if n != line.len() {
         return Err(std::io::Error::new(
@@ -25,6 +31,11 @@ pub fn send_line(path: &str, line: &str) -> std::io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Connects and sends one line; any failure is returned for the caller to ignore.
+pub fn send_line(path: &str, line: &str) -> std::io::Result<()> {
+    send_on(&connect(path)?, line)
 }
 
 /// This node's hostname (short).
@@ -53,30 +64,35 @@ pub fn action(shown: &[Finding], reject: bool) -> &'static str {
     }
 }
 
-/// Builds and sends a report when the policy names an agent socket; never fails the caller.
-#[allow(clippy::too_many_arguments)]
-pub fn report(
-    policy: &Policy,
-    phase: &str,
-    job: Option<u64>,
-    step: Option<u64>,
-    uid: u32,
-    shown: &[Finding],
-    reject: bool,
-) {
-    let Some(path) = policy.agent_socket.as_deref() else {
-        return;
-    };
+/// One launch's verdict, as the report protocol carries it.
+pub struct Verdict<'a> {
+    /// `srun`, `step` or `task`.
+    pub phase: &'a str,
+    /// Job ID (none before allocation).
+    pub job: Option<u64>,
+    /// Step ID.
+    pub step: Option<u64>,
+    /// The job's user.
+    pub uid: u32,
+    /// Findings shown.
+    pub shown: &'a [Finding],
+    /// The launch was stopped.
+    pub reject: bool,
+}
+
+/// The JSON line of a report.
+pub fn report_line(policy: &Policy, v: &Verdict) -> String {
     let r = Report {
         v: VERSION,
-        phase: phase.into(),
-        job,
-        step,
-        uid,
+        phase: v.phase.into(),
+        job: v.job,
+        step: v.step,
+        uid: v.uid,
         node: node_name(),
         mode: policy.mode.as_str().into(),
-        action: action(shown, reject).into(),
-        findings: shown
+        action: action(v.shown, v.reject).into(),
+        findings: v
+            .shown
             .iter()
             .take(16)
             .map(|f| ReportFinding {
@@ -89,7 +105,14 @@ pub fn report(
             })
             .collect(),
     };
-    let _ = send_line(path, &r.to_json_line());
+    r.to_json_line()
+}
+
+/// Sends a report when the policy names an agent socket; never fails the caller.
+pub fn report(policy: &Policy, v: &Verdict) {
+    if let Some(path) = policy.agent_socket.as_deref() {
+        let _ = send_line(path, &report_line(policy, v));
+    }
 }
 
 #[cfg(test)]

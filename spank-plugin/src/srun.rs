@@ -53,12 +53,14 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         // Before allocation there is no job yet; slurmstepd reports the steps that run.
         crate::agent_client::report(
             &policy,
-            "srun",
-            None,
-            None,
-            crate::agent_client::euid(),
-            &verdict.shown,
-            verdict.reject,
+            &crate::agent_client::Verdict {
+                phase: "srun",
+                job: None,
+                step: None,
+                uid: crate::agent_client::euid(),
+                shown: &verdict.shown,
+                reject: verdict.reject,
+            },
         );
     }
     !verdict.reject

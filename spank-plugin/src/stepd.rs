@@ -208,16 +208,39 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
 
 /// The step's verdict on this node, to the agent (root phase: every step; user phase: only findings).
 fn report(st: &StepState, phase: &str, shown: &[launchguard_core::Finding], reject: bool) {
-    crate::agent_client::report(
-        &st.policy,
+    let Some(path) = st.policy.agent_socket.as_deref() else {
+        return;
+    };
+    let v = crate::agent_client::Verdict {
         phase,
-        Some(st.job),
-        Some(st.step),
-        st.uid,
+        job: Some(st.job),
+        step: Some(st.step),
+        uid: st.uid,
         shown,
         reject,
-    );
+    };
+    let line = crate::agent_client::report_line(&st.policy, &v);
+    // The root phase connects and keeps the socket for the task phase: by then a Pyxis task runs in
+    // the container's mount namespace, where the agent's socket path does not exist.
+    if phase == "step" {
+        if let Ok(s) = crate::agent_client::connect(path) {
+            let _ = crate::agent_client::send_on(&s, &line);
+            let _ = AGENT_CONN.set(s);
+        }
+    } else {
+        let kept = AGENT_CONN
+            .get()
+            .map(|s| crate::agent_client::send_on(s, &line).is_ok());
+        if kept != Some(true) {
+            // No kept connection, or the agent cut it (a long container import): try the path.
+            let _ = crate::agent_client::send_line(path, &line);
+        }
+    }
 }
+
+/// The agent connection opened as root in `task_init_privileged` (local task 0), reused by
+/// `task_init`; closed at exec (close-on-exec).
+static AGENT_CONN: OnceLock<socket2::Socket> = OnceLock::new();
 
 /// Judges what the task's program will get; stops every task on a rejection (the first task of each
 /// node prints device findings, global task 0 the others).

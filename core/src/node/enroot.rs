@@ -205,8 +205,16 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
         .iter()
         .rev()
         .find(|(k, _)| k == "ENROOT_RESTRICT_DEV")
-        .map(|(_, v)| v.to_ascii_lowercase());
-    let open = matches!(restrict.as_deref(), Some("n" | "no" | "false" | "0"));
+        .map(|(_, v)| v.clone());
+    // enroot(1): unset or empty means unrestricted; its false values are
+    // ^(no?|N[oO]?|[fF](alse)?|FALSE)$ and anything else restricts /dev.
+    let open = match restrict.as_deref() {
+        None | Some("") => true,
+        Some(v) => matches!(
+            v,
+            "n" | "no" | "N" | "NO" | "No" | "f" | "false" | "F" | "False" | "FALSE"
+        ),
+    };
     out.push(if !f.efa || open {
         Outcome::ok("node.enroot.restrict_dev")
     } else {
@@ -214,8 +222,8 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "node.enroot.restrict_dev",
             Status::Critical,
             format!(
-                "this node has EFA but ENROOT_RESTRICT_DEV is {}",
-                restrict.map(|r| format!("'{r}'")).unwrap_or_else(|| "unset (default y)".into())
+                "this node has EFA but ENROOT_RESTRICT_DEV is '{}'",
+                restrict.unwrap_or_default()
             ),
             "containers do not see /dev/infiniband, so NCCL cannot use EFA and falls back to TCP without an error",
             "set `ENROOT_RESTRICT_DEV n` in /etc/enroot/enroot.conf",
@@ -271,7 +279,7 @@ ENROOT_RESTRICT_DEV      n\n";
 
     #[test]
     fn missing_run_dir_no_tmpfiles_and_efa_restricted() {
-        let mut f = facts("ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)\n");
+        let mut f = facts("ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)\nENROOT_RESTRICT_DEV y\n");
         f.run_dir = Some(("/run/enroot".into(), DirState::Missing));
         f.tmpfiles = false;
         assert_eq!(status(&f, "node.enroot.run_dir"), Status::Critical);
@@ -279,6 +287,27 @@ ENROOT_RESTRICT_DEV      n\n";
         assert_eq!(status(&f, "node.enroot.restrict_dev"), Status::Critical);
         f.efa = false;
         assert_eq!(status(&f, "node.enroot.restrict_dev"), Status::Ok);
+        // Unset and enroot's false spellings leave /dev open.
+        for conf in [
+            "",
+            "ENROOT_RESTRICT_DEV\n",
+            "ENROOT_RESTRICT_DEV no\n",
+            "ENROOT_RESTRICT_DEV false\n",
+        ] {
+            let f = facts(conf);
+            assert_eq!(
+                status(&f, "node.enroot.restrict_dev"),
+                Status::Ok,
+                "{conf:?}"
+            );
+        }
+        assert_eq!(
+            status(
+                &facts("ENROOT_RESTRICT_DEV 0\n"),
+                "node.enroot.restrict_dev"
+            ),
+            Status::Critical
+        );
     }
 
     #[test]

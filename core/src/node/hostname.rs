@@ -32,6 +32,8 @@ pub struct HostnameFacts {
     pub hostname: String,
     /// `getaddrinfo(hostname)` answers in resolver order, or the resolver's error.
     pub addrs: Result<Vec<IpAddr>, String>,
+    /// The resolver's error was temporary (EAI_AGAIN: DNS unreachable), not an answer.
+    pub transient: bool,
     /// This node's own addresses (every interface, loopback included).
     pub own: Vec<IpAddr>,
     /// `NodeAddr=` of this node in slurm.conf, if set, and what it resolves to (`Err`: resolver error).
@@ -56,6 +58,15 @@ pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
     let mut out = vec![];
     let addrs = match &f.addrs {
         Ok(a) => a.as_slice(),
+        Err(e) if f.transient => {
+            // A DNS outage is not this node's fault: judging it would drain every node at once.
+            return CHECKS
+                .iter()
+                .map(|(id, _)| {
+                    Outcome::unknown(id, format!("resolving {name} failed for now ({e})"))
+                })
+                .collect();
+        }
         Err(e) => {
             out.push(Outcome::new(
                 "node.hostname.resolves",
@@ -91,20 +102,24 @@ pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
         _ => Outcome::ok("node.hostname.link_local"),
     });
     let v4: Vec<&IpAddr> = addrs.iter().filter(|a| a.is_ipv4()).collect();
-    let only_loopback = !v4.is_empty() && v4.iter().all(|a| a.is_loopback());
+    // The first IPv4 answer is the one used (RFC 3484 sorts 127.0.1.1 before a real address).
+    let first_loopback = v4.first().is_some_and(|a| a.is_loopback());
     out.push(match f.cluster_nodes {
-        _ if !only_loopback => Outcome::ok("node.hostname.loopback"),
+        _ if !first_loopback => Outcome::ok("node.hostname.loopback"),
         Some(n) if n <= 1 => Outcome::ok("node.hostname.loopback"),
         Some(n) => Outcome::new(
             "node.hostname.loopback",
             Status::Critical,
-            format!("hostname {name} resolves only to loopback ({}) on a {n}-node cluster", v4[0]),
+            format!("hostname {name} resolves first to loopback ({}) on a {n}-node cluster", v4[0]),
             "multi-node steps hand out this address: tasks on other nodes connect to themselves and hang or fail",
-            hosts_fix("it resolves to the address other nodes reach (remove it from the 127.0.1.1 line)"),
+            hosts_fix(&format!(
+                "it resolves to the address other nodes reach (remove the name from the {} line)",
+                v4[0]
+            )),
         ),
         None => Outcome::unknown(
             "node.hostname.loopback",
-            "hostname resolves only to loopback and the cluster size is unknown (slurm.conf unreadable)",
+            "hostname resolves first to loopback and the cluster size is unknown (slurm.conf unreadable)",
         ),
     });
     out.push(match &f.node_addr {
@@ -156,6 +171,7 @@ mod tests {
         HostnameFacts {
             hostname: "gpu-01".into(),
             addrs: Ok(addrs.iter().map(|a| ip(a)).collect()),
+            transient: false,
             own: vec![ip("127.0.0.1"), ip("10.0.0.5")],
             node_addr: None,
             cluster_nodes: Some(nodes),
@@ -195,6 +211,20 @@ mod tests {
             status(&facts(&["127.0.1.1"], 3), "node.hostname.loopback"),
             Status::Critical
         );
+        assert_eq!(
+            status(
+                &facts(&["127.0.1.1", "10.0.0.5"], 3),
+                "node.hostname.loopback"
+            ),
+            Status::Critical
+        );
+        assert_eq!(
+            status(
+                &facts(&["10.0.0.5", "127.0.1.1"], 3),
+                "node.hostname.loopback"
+            ),
+            Status::Ok
+        );
         let mut f = facts(&["127.0.1.1"], 3);
         f.cluster_nodes = None;
         assert_eq!(status(&f, "node.hostname.loopback"), Status::Unknown);
@@ -205,6 +235,8 @@ mod tests {
         let mut f = facts(&[], 2);
         f.addrs = Err("Name or service not known".into());
         assert_eq!(status(&f, "node.hostname.resolves"), Status::Critical);
+        f.transient = true;
+        assert!(judge(&f).iter().all(|o| o.status == Status::Unknown));
         let mut f = facts(&["10.0.0.5"], 2);
         f.node_addr = Some(("10.0.0.9".into(), Ok(vec![ip("10.0.0.9")])));
         assert_eq!(status(&f, "node.hostname.node_addr"), Status::Critical);

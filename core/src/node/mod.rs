@@ -127,7 +127,7 @@ impl Outcome {
             Status::Unknown,
             what,
             "the check could not judge the node, which is not a node fault",
-            "see the agent's log; run `launchguard check --only <id>` as root",
+            format!("see the agent's log; run `launchguard check --only {id}` as root"),
         )
     }
 

@@ -39,6 +39,9 @@ pub const CHECKS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Seconds the key's mtime may follow munged's start (start times are whole seconds after boot).
+pub const STALE_SLACK_SECS: i64 = 2;
+
 /// `stat` of the key file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyStat {
@@ -169,12 +172,20 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
                     "anyone who reads the key can forge credentials for any user on the whole cluster, and munged refuses such a key",
                     fix,
                 )
-            } else {
+            } else if m & 0o400 == 0 {
                 Outcome::new(
                     "node.munge.key_mode",
                     Status::Critical,
+                    format!("{key} has mode {m:04o}: its owner cannot read it"),
+                    "munged cannot load its key and does not start",
+                    fix,
+                )
+            } else {
+                Outcome::new(
+                    "node.munge.key_mode",
+                    Status::Warning,
                     format!("{key} has mode {m:04o}, not 0400"),
-                    "munged must read its key",
+                    "munged accepts it, but the key only needs to be read by its owner",
                     fix,
                 )
             });
@@ -209,11 +220,13 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
         None => Outcome::unknown("node.munge.roundtrip", "the round trip was not tried"),
     });
     out.push(match (stat, &f.daemon) {
-        (Some(s), Daemon::Running { pid, started: Some(t) }) if s.mtime > *t => Outcome::new(
+        // A WARNING, not a drain: the same key written again (pdcp, install, touch) also moves the
+        // mtime, and only the cluster-wide digest comparison (launchguard sweep) can tell.
+        (Some(s), Daemon::Running { pid, started: Some(t) }) if s.mtime > *t + STALE_SLACK_SECS => Outcome::new(
             "node.munge.key_stale",
-            Status::Critical,
+            Status::Warning,
             format!("{key} changed after munged (pid {pid}) started"),
-            "munged keeps the key it read at start: this node now disagrees with the nodes that use the file's key, and their credentials fail with 'Invalid credential'",
+            "munged keeps the key it read at start: if the content changed, this node disagrees with the nodes that use the file's key and their credentials fail with 'Invalid credential'",
             "systemctl restart munge (on every node whose key was replaced)",
         ),
         (Some(_), Daemon::Running { started: Some(_), .. }) => Outcome::ok("node.munge.key_stale"),
@@ -296,6 +309,8 @@ mod tests {
             (0o644, Status::Critical),
             (0o440, Status::Critical),
             (0o000, Status::Critical),
+            (0o700, Status::Warning),
+            (0o500, Status::Warning),
         ] {
             let mut f = good();
             if let Ok(Some(k)) = &mut f.key {
@@ -320,7 +335,11 @@ mod tests {
         if let Ok(Some(k)) = &mut f.key {
             k.mtime = 3000;
         }
-        assert_eq!(status(&f, "node.munge.key_stale"), Status::Critical);
+        assert_eq!(status(&f, "node.munge.key_stale"), Status::Warning);
+        if let Ok(Some(k)) = &mut f.key {
+            k.mtime = 2001;
+        }
+        assert_eq!(status(&f, "node.munge.key_stale"), Status::Ok);
     }
 
     #[test]

@@ -80,13 +80,23 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
     let conf = match &f.conf {
         Ok(c) => c,
         Err(e) => {
-            let mut out = vec![Outcome::new(
-                "node.slurm_conf.parse",
-                Status::Critical,
-                format!("cannot read {path}: {e}"),
-                "slurmd cannot start without it",
-                "install the cluster's slurm.conf at that path (or set SLURM_CONF)",
-            )];
+            // Absent is not a fault by itself (a configless node before slurmd fetched it, a login
+            // node): slurmd says so loudly if it needs the file. Unreadable is a fault.
+            let absent = e.contains("No such file");
+            let mut out = vec![if absent {
+                Outcome::unknown(
+                    "node.slurm_conf.parse",
+                    format!("no slurm.conf at {path} (configless?)"),
+                )
+            } else {
+                Outcome::new(
+                    "node.slurm_conf.parse",
+                    Status::Critical,
+                    format!("cannot read {path}: {e}"),
+                    "slurmd and every Slurm command on this node need it",
+                    "make it readable (mode 0644), or set slurm_conf in launchguard.toml",
+                )
+            }];
             for (id, _) in &CHECKS[1..] {
                 out.push(Outcome::unknown(id, "slurm.conf unreadable"));
             }
@@ -176,19 +186,31 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
         let total = sockets.unwrap_or(1)
             * num("CoresPerSocket").unwrap_or(1)
             * num("ThreadsPerCore").unwrap_or(1);
-        if over.is_empty() && total > hw.cpus as u64 {
-            over.push(format!(
-                "Sockets×CoresPerSocket×ThreadsPerCore={total} (has {} CPUs)",
-                hw.cpus
-            ));
+        // slurmctld drains only when the CPUs or the Sockets×Cores×Threads product exceed what
+        // slurmd registers ('Low socket*core*thread count'); a different split of the same count
+        // (NUMA or L3 domains as sockets) registers fine.
+        let mut fatal = vec![];
+        if let Some(c) = num("CPUs").filter(|c| *c > hw.cpus as u64) {
+            fatal.push(format!("CPUs={c}"));
         }
-        out.push(if !over.is_empty() {
+        if total > hw.cpus as u64 {
+            fatal.push(format!("Sockets×CoresPerSocket×ThreadsPerCore={total}"));
+        }
+        out.push(if !fatal.is_empty() {
             Outcome::new(
                 "node.slurm_conf.cpus",
                 Status::Critical,
-                format!("slurm.conf gives {} more than it has: {}", f.node, over.join(", ")),
+                format!("slurm.conf gives {} {} but it has {} CPUs", f.node, fatal.join(" and "), hw.cpus),
                 "slurmd registers fewer CPUs than configured and slurmctld drains the node ('Low socket*core*thread count')",
                 format!("use what slurmd -C prints: {slurmd_c}; then scontrol reconfigure"),
+            )
+        } else if !over.is_empty() {
+            Outcome::new(
+                "node.slurm_conf.cpus",
+                Status::Warning,
+                format!("slurm.conf's topology for {} differs from the hardware: {}", f.node, over.join(", ")),
+                "the CPU count registers, but task binding and --cpus-per-task layouts follow the configured sockets and cores",
+                format!("unless intended (NUMA domains as sockets), use what slurmd -C prints: {slurmd_c}"),
             )
         } else if num("CPUs").is_none() && sockets.is_none() && num("CoresPerSocket").is_none() {
             Outcome::new(
@@ -201,8 +223,18 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
         } else {
             Outcome::ok("node.slurm_conf.cpus")
         });
+        // SchedulerParameters=node_reg_mem_percent=N lets a node register with N% of RealMemory.
+        let pct = conf
+            .get("SchedulerParameters")
+            .and_then(|p| {
+                p.split(',')
+                    .find_map(|kv| kv.strip_prefix("node_reg_mem_percent="))
+            })
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|p| (1..=100).contains(p))
+            .unwrap_or(100);
         out.push(match num("RealMemory") {
-            Some(m) if m > hw.real_memory_mib => Outcome::new(
+            Some(m) if hw.real_memory_mib * 100 < m * pct => Outcome::new(
                 "node.slurm_conf.real_memory",
                 Status::Critical,
                 format!("RealMemory={m} for {} is above its {} MiB", f.node, hw.real_memory_mib),
@@ -224,15 +256,11 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
     }
     let want = line.get("Gres").map(gres_gpu_count).unwrap_or(0);
     out.push(match &f.gres_gpu_files {
-        None if want == 0 => Outcome::ok("node.slurm_conf.gres"),
-        None => Outcome::new(
-            "node.slurm_conf.gres",
-            Status::Warning,
-            format!("Gres=gpu:{want} but gres.conf names no GPU files for {} (or uses AutoDetect)", f.node),
-            "without File= lines Slurm cannot constrain or bind GPUs unless AutoDetect finds them",
-            format!("add `NodeName={} Name=gpu File=/dev/nvidia[0-{}]` to gres.conf", f.node, want.saturating_sub(1)),
-        ),
-        Some(files) if files.len() as u32 != want => Outcome::new(
+        // No File= list to count (AutoDetect, Count= only, MultipleFiles/MIG): slurmd's own count
+        // decides, and launchguard cannot predict it.
+        None => Outcome::ok("node.slurm_conf.gres"),
+        // More files than configured is fine ('Ignoring excess count'); fewer drains the node.
+        Some(files) if (files.len() as u32) < want => Outcome::new(
             "node.slurm_conf.gres",
             Status::Critical,
             format!(

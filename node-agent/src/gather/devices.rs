@@ -38,6 +38,12 @@ pub fn gather(ctx: &Ctx) -> DeviceFacts {
             .join(&hca)
             .join("device/infiniband_verbs");
         let Ok(rd) = std::fs::read_dir(&dir) else {
+            // No verbs entry at all: ib_uverbs is not loaded, exactly what the check is for.
+            uverbs.push((
+                hca.clone(),
+                "/dev/infiniband/uverbs? (ib_uverbs not loaded)".into(),
+                false,
+            ));
             continue;
         };
         for e in rd.flatten() {
@@ -46,7 +52,9 @@ pub fn gather(ctx: &Ctx) -> DeviceFacts {
             uverbs.push((hca.clone(), dev.clone(), is_char(Path::new(&dev))));
         }
     }
-    let gpus = super::slurm_conf::gres_gpu_files(&ctx.slurm_dir(), &super::node_name())
+    let (_, conf) = ctx.slurm_conf();
+    let node = ctx.slurm_node_name(conf.as_ref().ok());
+    let gpus = super::slurm_conf::gres_gpu_files(&ctx.slurm_dir(), &node)
         .unwrap_or_default()
         .into_iter()
         .map(|f| {

@@ -77,6 +77,8 @@ fn fs_of(p: &str) -> Fs {
     let dev = std::fs::metadata(&cur).map(|m| m.dev()).ok();
     match nix::sys::statfs::statfs(&cur) {
         Ok(s) => {
+            // f_type is a c_long (i64 here, i32 on 32-bit targets).
+            #[allow(clippy::unnecessary_cast)]
             let magic = s.filesystem_type().0 as i64;
             if let Some((_, name)) = NETWORK_FS.iter().find(|(m, _)| *m == magic) {
                 Fs::Network((*name).into())
@@ -93,11 +95,21 @@ fn fs_of(p: &str) -> Fs {
 /// Gathers the enroot family's facts.
 pub fn gather(ctx: &Ctx) -> EnrootFacts {
     let conf_path = ctx.cfg.enroot.conf.clone();
-    let conf = match util::read_optional(&conf_path) {
+    let mut conf = match util::read_optional(&conf_path) {
         // No enroot.conf: enroot still runs with its defaults if installed.
         Ok(None) if Path::new("/usr/bin/enroot").exists() => Ok(Some(String::new())),
         other => other,
     };
+    // enroot reads enroot.conf.d/*.conf after enroot.conf; later settings win.
+    if let Ok(Some(text)) = &mut conf {
+        let dropins = conf_path.with_extension("conf.d").join("*.conf");
+        for f in util::glob_last(&dropins) {
+            if let Ok(t) = util::read_text(&f) {
+                text.push('\n');
+                text.push_str(&t);
+            }
+        }
+    }
     let pairs = match &conf {
         Ok(Some(t)) => parse_conf(t).0,
         _ => vec![],

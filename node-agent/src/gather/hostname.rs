@@ -42,10 +42,11 @@ pub fn gather(ctx: &Ctx) -> HostnameFacts {
     let hostname = super::node_name();
     let (_, conf) = ctx.slurm_conf();
     let conf = conf.ok();
+    let node = ctx.slurm_node_name(conf.as_ref());
     let node_addr = conf
         .as_ref()
-        .and_then(|c| c.node(&hostname))
-        .and_then(|l| l.get("NodeAddr").map(String::from))
+        .and_then(|c| c.node(&node))
+        .and_then(|l| l.get_for("NodeAddr", &node))
         .map(|na| {
             let r = match na.parse::<IpAddr>() {
                 Ok(ip) => Ok(vec![ip]),
@@ -53,8 +54,13 @@ pub fn gather(ctx: &Ctx) -> HostnameFacts {
             };
             (na, r)
         });
+    let addrs = resolve(&hostname);
+    // std reports EAI_AGAIN as "Temporary failure in name resolution" (gai_strerror).
+    let transient =
+        matches!(&addrs, Err(e) if e.contains("Temporary failure") || e.contains("try again"));
     HostnameFacts {
-        addrs: resolve(&hostname),
+        addrs,
+        transient,
         hostname,
         own: own_addresses(),
         node_addr,

@@ -18,6 +18,9 @@ use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+/// A pmix plugin's scan: (path, mtime, size, PMIx directories named in it).
+pub type PmixScan = (PathBuf, i64, u64, Vec<String>);
+
 /// What every family may need: the config and the caches, shared by the check runs.
 pub struct Ctx {
     /// The configuration.
@@ -25,7 +28,7 @@ pub struct Ctx {
     /// The hardware (`slurmd -C`'s facts), read once.
     pub hardware: std::sync::OnceLock<Result<launchguard_core::node::slurm_conf::Hardware, String>>,
     /// pmix plugin scans, keyed by (path, mtime, size).
-    pub pmix_cache: Mutex<Vec<(PathBuf, i64, u64, Vec<String>)>>,
+    pub pmix_cache: Mutex<Vec<PmixScan>>,
 }
 
 impl Ctx {
@@ -42,6 +45,22 @@ impl Ctx {
     pub fn slurm_conf(&self) -> (PathBuf, Result<SlurmConf, String>) {
         let path = self.cfg.slurm_conf_path();
         (path.clone(), slurm_conf::read(&path))
+    }
+
+    /// This node's NodeName: the config's `node_name`, else `$SLURMD_NODENAME`, else the slurm.conf
+    /// node whose NodeName or NodeHostname is the hostname, else the short hostname.
+    pub fn slurm_node_name(&self, conf: Option<&SlurmConf>) -> String {
+        if let Some(n) = &self.cfg.node_name {
+            return n.clone();
+        }
+        if let Ok(n) = std::env::var("SLURMD_NODENAME") {
+            if !n.is_empty() {
+                return n;
+            }
+        }
+        let host = node_name();
+        conf.and_then(|c| c.node_name_for_host(&host))
+            .unwrap_or(host)
     }
 
     /// The directory of slurm.conf (gres.conf, plugstack.conf and includes live beside it).

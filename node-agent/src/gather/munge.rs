@@ -26,12 +26,23 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.to_string()),
     };
-    let bytes = std::fs::read(&m.key);
+    let bytes = read_regular(&m.key, 1 << 20);
     let digest = match &bytes {
         Ok(b) => Ok(format!("sha256:{:x}", Sha256::digest(b))),
         Err(e) => Err(e.to_string()),
     };
-    let daemon = daemon(&m.pid_file);
+    let daemon = match daemon(&m.pid_file) {
+        // No usable pid file (munged started with another --pid-file, a source build under
+        // /usr/local/var): a socket that accepts a connection is a running munged.
+        Daemon::NotRunning(why) if std::os::unix::net::UnixStream::connect(&m.socket).is_ok() => {
+            tracing::debug!("munged answers on {} ({why})", m.socket.display());
+            Daemon::Running {
+                pid: 0,
+                started: None,
+            }
+        }
+        d => d,
+    };
     let roundtrip = matches!(daemon, Daemon::Running { .. }).then(|| roundtrip(&m.socket));
     let shared_copies = match &bytes {
         Ok(b) if !b.is_empty() => m
@@ -60,9 +71,32 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
     }
 }
 
+/// Reads a regular file of at most `max` bytes without following a final symlink and without
+/// blocking on a FIFO or device swapped in after the `stat` (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`).
+pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(p)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut buf = vec![];
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// munged from its pid file: alive, and when it started (from `/proc/PID/stat` and the boot time).
 fn daemon(pid_file: &Path) -> Daemon {
-    let pid = match std::fs::read_to_string(pid_file) {
+    let pid = match super::util::read_bytes(pid_file, 64)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    {
         Ok(s) => match s.trim().parse::<u32>() {
             Ok(p) => p,
             Err(_) => return Daemon::NotRunning(format!("{} holds no pid", pid_file.display())),
@@ -145,7 +179,7 @@ fn find_copies(root: &Path, key: &[u8], depth: usize) -> Vec<SharedCopy> {
                 stack.push((e.path(), d + 1));
             } else if md.is_file()
                 && md.len() == key.len() as u64
-                && std::fs::read(e.path()).is_ok_and(|b| b == key)
+                && read_regular(&e.path(), key.len() as u64).is_ok_and(|b| b == key)
             {
                 out.push(SharedCopy {
                     path: e.path().display().to_string(),

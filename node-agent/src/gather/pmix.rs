@@ -48,7 +48,8 @@ pub fn plugin_dirs(ctx: &Ctx) -> Vec<PathBuf> {
 
 /// Absolute paths (`/…pmix…`) embedded in a plugin, candidates for the PMIx library directory.
 fn embedded_dirs(so: &Path) -> Vec<String> {
-    let Ok(bytes) = std::fs::read(so) else {
+    // Slurm plugins are a few hundred KB; 64 MiB bounds a wrong file.
+    let Ok(bytes) = super::util::read_bytes(so, 64 << 20) else {
         return vec![];
     };
     let mut out = vec![];
@@ -70,7 +71,7 @@ fn embedded_dirs(so: &Path) -> Vec<String> {
 /// Paths ld.so.cache maps `name` to that exist (the cache stores the full path of every entry as a
 /// NUL-terminated string; an entry whose file is gone does not load).
 fn in_ld_cache(name: &str) -> Option<String> {
-    let c = std::fs::read("/etc/ld.so.cache").ok()?;
+    let c = super::util::read_bytes(Path::new("/etc/ld.so.cache"), 64 << 20).ok()?;
     let suffix = format!("/{name}");
     c.split(|b| *b == 0)
         .filter_map(|s| std::str::from_utf8(s).ok())
@@ -149,20 +150,25 @@ fn find_lib(ctx: &Ctx, so: &Path) -> Result<String, Vec<String>> {
         }
     };
     let mut searched = vec![];
-    for d in dirs
-        .iter()
-        .map(String::as_str)
-        .chain(LIB_DIRS.iter().copied())
-    {
+    // Slurm built with a PMIx directory dlopen()s only <dir>/libpmix.so; the loader's search path is
+    // used only by a plugin built without one.
+    let search: Vec<&str> = if dirs.is_empty() {
+        LIB_DIRS.to_vec()
+    } else {
+        dirs.iter().map(String::as_str).collect()
+    };
+    for d in search {
         let cand = Path::new(d).join("libpmix.so");
         if cand.exists() {
             return Ok(cand.display().to_string());
         }
         searched.push(d.to_string());
     }
-    if let Some(p) = in_ld_cache("libpmix.so") {
-        return Ok(p);
+    if dirs.is_empty() {
+        if let Some(p) = in_ld_cache("libpmix.so") {
+            return Ok(p);
+        }
+        searched.push("ld.so.cache".into());
     }
-    searched.push("ld.so.cache".into());
     Err(searched)
 }

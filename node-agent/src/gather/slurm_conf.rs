@@ -55,9 +55,12 @@ pub fn hardware() -> Result<Hardware, String> {
         let Ok(p) = std::fs::read_to_string(topo.join("physical_package_id")) else {
             continue;
         };
-        let c = std::fs::read_to_string(topo.join("core_id")).unwrap_or_default();
+        // A core is its set of hardware threads (core_id repeats across dies and on some ARM kernels).
+        let c = std::fs::read_to_string(topo.join("thread_siblings_list"))
+            .or_else(|_| std::fs::read_to_string(topo.join("core_cpus_list")))
+            .unwrap_or_else(|_| format!("cpu{id}"));
         packages.insert(p.trim().to_string());
-        cores.insert((p.trim().to_string(), c.trim().to_string()));
+        cores.insert(c.trim().to_string());
     }
     let sockets = packages.len().max(1) as u32;
     let cores_total = cores.len().max(1) as u32;
@@ -78,7 +81,8 @@ pub fn hardware() -> Result<Hardware, String> {
     })
 }
 
-/// GPU files gres.conf names for `node` (`None`: no gres.conf or `AutoDetect`).
+/// GPU files gres.conf names for `node` (`None`: no gres.conf, `AutoDetect`, `MultipleFiles=` or
+/// `Count=`-only lines: nothing launchguard can count).
 pub fn gres_gpu_files(dir: &Path, node: &str) -> Option<Vec<String>> {
     let text = util::read_text(&dir.join("gres.conf")).ok()?;
     if text.lines().any(|l| {
@@ -87,14 +91,14 @@ pub fn gres_gpu_files(dir: &Path, node: &str) -> Option<Vec<String>> {
     }) {
         return None;
     }
-    let files = launchguard_core::gres::gpu_files(&text, node);
-    Some(files)
+    let g = launchguard_core::gres::for_node(&text, node);
+    (!g.multiple_files && !g.gpu_files.is_empty()).then_some(g.gpu_files)
 }
 
 /// Gathers the slurm_conf family's facts.
 pub fn gather(ctx: &Ctx) -> SlurmConfFacts {
     let (path, conf) = ctx.slurm_conf();
-    let node = super::node_name();
+    let node = ctx.slurm_node_name(conf.as_ref().ok());
     let gres = gres_gpu_files(&ctx.slurm_dir(), &node);
     let missing = gres
         .iter()

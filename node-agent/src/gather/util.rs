@@ -9,12 +9,17 @@ use std::time::{Duration, Instant};
 /// Largest config file read (bytes); a larger one is read up to this size.
 pub const MAX_READ: u64 = 4 << 20;
 
-/// Reads a text file of at most [`MAX_READ`] bytes (lossy UTF-8).
-pub fn read_text(path: &Path) -> std::io::Result<String> {
+/// Reads at most `max` bytes of a file (a device such as /dev/zero named by mistake costs `max`).
+pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let f = std::fs::File::open(path)?;
     let mut buf = vec![];
-    f.take(MAX_READ).read_to_end(&mut buf)?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Reads a text file of at most [`MAX_READ`] bytes (lossy UTF-8).
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    read_bytes(path, MAX_READ).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// `Ok(None)` for a missing file, `Ok(Some(text))`, or the error as a string.
