@@ -11,7 +11,7 @@
 //! 4. nodes still silent are reported with what Slurm said (srun's launch error for the node, its
 //!    state and reason from a fresh `sinfo`); the facts of the nodes that answered are compared.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -51,6 +51,11 @@ pub enum NodeResult {
     Unreachable {
         /// What Slurm said.
         reason: String,
+    },
+    /// The check started (its marker arrived) but gave no report before the deadline killed it.
+    TimedOut {
+        /// The sweep's deadline, seconds.
+        seconds: f64,
     },
     /// The step ran but printed no usable report.
     Unreadable {
@@ -256,12 +261,19 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     let job = format!("lg-sweep-{}", std::process::id());
     let mut steps = 0;
     let mut any_timeout = false;
+    // Nodes whose check started but was still running when its step hit the deadline.
+    let mut hung: BTreeSet<String> = BTreeSet::new();
     if !ask.is_empty() {
         let budget = left() * 2 / 3;
         steps += 1;
         let o = slurm::run(&mut srun_cmd(opts, &ask, &job, budget), budget)?;
         any_timeout |= o.timed_out;
         absorb(&mut results, &mut unreadable, &o.stdout, &o.stderr);
+        if o.timed_out {
+            for n in unreadable.keys() {
+                hung.insert(n.clone());
+            }
+        }
         for (n, why) in slurm::launch_errors(&o.stderr) {
             launch_err.insert(n, why);
         }
@@ -307,6 +319,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         for (n, o) in done.lock().map(|d| d.clone()).unwrap_or_default() {
             any_timeout |= o.timed_out;
             absorb(&mut results, &mut unreadable, &o.stdout, &o.stderr);
+            if o.timed_out && unreadable.contains_key(&n) {
+                hung.insert(n.clone());
+            }
             if !results.contains_key(&n) {
                 let why = if o.timed_out {
                     format!(
@@ -341,7 +356,14 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     };
     for n in &silent {
         if let Some(detail) = unreadable.remove(n) {
-            results.insert(n.clone(), NodeResult::Unreadable { detail });
+            let r = if hung.contains(n) {
+                NodeResult::TimedOut {
+                    seconds: opts.timeout.as_secs_f64(),
+                }
+            } else {
+                NodeResult::Unreadable { detail }
+            };
+            results.insert(n.clone(), r);
             continue;
         }
         let st = fresh.iter().find(|s| s.node == *n);
@@ -408,6 +430,14 @@ pub fn assemble(
         let findings = match &result {
             NodeResult::Report(r) => node_findings(r),
             NodeResult::Unreachable { reason } => vec![unreachable_finding(n, reason, st.as_ref())],
+            NodeResult::TimedOut { seconds } => vec![Finding::new(
+                "cluster.check_timeout",
+                Severity::Unknown,
+                vec![n.clone()],
+                &format!("node '{n}' started the check but gave no report within the sweep's {seconds:.0} s (srun killed at the deadline)"),
+                "a check that hangs usually waits on a hung filesystem, daemon or device on that node, and its health is unknown",
+                &format!("run launchguard check on {n} and see what it waits on (ps -o pid,stat,wchan:30,cmd -C launchguard), or raise --timeout if the node is only slow"),
+            )],
             NodeResult::Unreadable { detail } => vec![Finding::new(
                 "cluster.check_unreadable",
                 Severity::Unknown,
@@ -480,6 +510,7 @@ pub fn render(r: &SweepReport) -> String {
             NodeResult::Report(_) => finding::worst(&n.findings).as_str(),
             NodeResult::Unreachable { .. } => "unreachable",
             NodeResult::Unreadable { .. } => "unreadable",
+            NodeResult::TimedOut { .. } => "timeout",
         };
         if n.findings.is_empty() {
             s.push_str(&format!("{:w$}  {status:11}  -\n", n.node));

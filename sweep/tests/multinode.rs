@@ -267,6 +267,53 @@ fn a_down_node_is_reported_and_the_sweep_ends_on_time() {
     assert_healthy_except(&r, "lgn3");
 }
 
+#[test]
+fn a_drained_node_is_reported_with_slurms_reason_as_a_warning() {
+    let _c = Cluster::up();
+    let o = Command::new("scontrol")
+        .args([
+            "update",
+            "nodename=lgn1",
+            "state=drain",
+            "reason=maintenance by the sweep test",
+        ])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let (r, code, _) = sweep(30);
+    assert_eq!(code, 1, "{r:#}");
+    let n = node(&r, "lgn1");
+    assert_eq!(n["result"], "unreachable", "{n:#}");
+    assert_eq!(n["findings"][0]["severity"], "warning", "{n:#}");
+    let line = n["findings"][0]["line"].as_str().unwrap();
+    assert!(
+        line.contains("reason 'maintenance by the sweep test'"),
+        "{line}"
+    );
+    assert_healthy_except(&r, "lgn1");
+}
+
+#[test]
+fn a_node_whose_check_hangs_is_reported_and_the_sweep_keeps_its_deadline() {
+    let _c = Cluster::up();
+    let lg = launchguard();
+    let config = root().join("sweep/tests/fixtures/multinode-launchguard.toml");
+    // On lgn3 the check never answers (a hung filesystem in real life); the others run it.
+    let cmd = format!(
+        "sh -c '[ \"$SLURMD_NODENAME\" = lgn3 ] && sleep 300; exec {} check --json --config={}'",
+        lg.display(),
+        config.display()
+    );
+    let (r, code, elapsed) = run_json(&["sweep", "--timeout", "10", "--check-command", &cmd], &[]);
+    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    assert_eq!(code, 3, "{r:#}");
+    let n = node(&r, "lgn3");
+    assert_eq!(n["result"], "timed_out", "{n:#}");
+    assert_eq!(finding_ids(n), vec!["cluster.check_timeout"]);
+    assert_healthy_except(&r, "lgn3");
+}
+
 fn nccl_sweep(slow: &str) -> (Value, i32) {
     let out =
         std::env::temp_dir().join(format!("lg-sweep-nccl-test-{slow}-{}", std::process::id()));
