@@ -144,6 +144,16 @@ fn srun_cmd(opts: &SweepOptions, nodes: &[String], job: &str, budget: Duration) 
 }
 
 fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> Finding {
+    if state.is_some_and(NodeState::busy) {
+        return Finding::new(
+            "cluster.node_busy",
+            Severity::Warning,
+            vec![node.to_string()],
+            &format!("node '{node}' was not checked: {reason}"),
+            "a check step would wait for its jobs to end, so its configuration was not compared",
+            &format!("sweep it again when its jobs end (squeue -w {node}), or inside a maintenance reservation with --srun-arg=--reservation=NAME"),
+        );
+    }
     let drained = state.is_some_and(|s| s.state.contains("drain") && !s.state.ends_with('*'));
     let lower = reason.to_ascii_lowercase();
     let munge = ["zero bytes", "authentication", "credential", "munge"]

@@ -125,9 +125,16 @@ impl NodeState {
         !s.ends_with('*')
             && ![
                 "down", "drain", "fail", "future", "maint", "unknown", "power", "reboot", "inval",
+                "alloc",
             ]
             .iter()
             .any(|w| s.contains(w))
+    }
+
+    /// Every CPU taken by jobs (`allocated`): a new step would wait for them.
+    pub fn busy(&self) -> bool {
+        let s = self.state.to_ascii_lowercase();
+        s.starts_with("alloc") && !s.ends_with('*')
     }
 
     /// `state, reason` for messages.
@@ -253,7 +260,7 @@ mod tests {
 
     #[test]
     fn sinfo_states_decide_usability() {
-        let s = parse_sinfo("lgn1|idle|none\nlgn2|down*|Not responding\nlgn3|drained|maintenance\nlgn4|idle*|none\nlgn5|mixed|none\nlgn1|idle|none\n");
+        let s = parse_sinfo("lgn1|idle|none\nlgn2|down*|Not responding\nlgn3|drained|maintenance\nlgn4|idle*|none\nlgn5|mixed|none\nlgn1|idle|none\nlgn6|allocated|none\n");
         let u: Vec<(&str, bool)> = s.iter().map(|n| (n.node.as_str(), n.usable())).collect();
         assert_eq!(
             u,
@@ -262,9 +269,11 @@ mod tests {
                 ("lgn2", false),
                 ("lgn3", false),
                 ("lgn4", false),
-                ("lgn5", true)
+                ("lgn5", true),
+                ("lgn6", false)
             ]
         );
+        assert!(s[5].busy() && !s[4].busy() && !s[1].busy());
         assert_eq!(
             s[1].describe(),
             "Slurm state down*, reason 'Not responding'"

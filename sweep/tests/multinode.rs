@@ -314,6 +314,64 @@ fn a_node_whose_check_hangs_is_reported_and_the_sweep_keeps_its_deadline() {
     assert_healthy_except(&r, "lgn3");
 }
 
+#[test]
+fn a_node_busy_with_a_job_is_a_warning_and_does_not_delay_the_others() {
+    let _c = Cluster::up();
+    let o = Command::new("sbatch")
+        .args([
+            "--parsable",
+            "-w",
+            "lgn2",
+            "-N1",
+            "--exclusive",
+            "-J",
+            "lg-sweep-test-busy",
+            "--wrap",
+            "sleep 120",
+            "-o",
+            "/dev/null",
+        ])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let cancel = || {
+        let _ = Command::new("scancel")
+            .arg(&job)
+            .env("SLURM_CONF", SLURM_CONF)
+            .status();
+    };
+    // Wait until Slurm shows it running there.
+    let mut running = false;
+    for _ in 0..50 {
+        let o = Command::new("squeue")
+            .args(["-h", "-j", &job, "-o", "%T"])
+            .env("SLURM_CONF", SLURM_CONF)
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&o.stdout).trim() == "RUNNING" {
+            running = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    if !running {
+        cancel();
+        panic!("job {job} did not start on lgn2");
+    }
+    let (r, code, elapsed) = sweep(30);
+    cancel();
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    assert_eq!(code, 1, "{r:#}");
+    assert_eq!(
+        finding_ids(node(&r, "lgn2")),
+        vec!["cluster.node_busy"],
+        "{r:#}"
+    );
+    assert_healthy_except(&r, "lgn2");
+}
+
 fn nccl_sweep(slow: &str) -> (Value, i32) {
     let out =
         std::env::temp_dir().join(format!("lg-sweep-nccl-test-{slow}-{}", std::process::id()));
