@@ -279,6 +279,29 @@ fn analyse(runs: &[PairRun], opts: &OutlierOptions) -> OutlierReport {
     outliers::analyse(&files, opts)
 }
 
+/// The first error line of a pair's output (or why there is none).
+fn first_error(file: &str) -> String {
+    match std::fs::read(file) {
+        Ok(b) => {
+            let text = String::from_utf8_lossy(&b);
+            let is_err = |l: &&str| l.to_ascii_lowercase().contains("error");
+            // srun's "task N: Exited with exit code" says only that something failed; the
+            // slurmstepd or program line after it says what.
+            let line = text
+                .lines()
+                .filter(is_err)
+                .find(|l| !l.contains("Exited with exit code"))
+                .or_else(|| text.lines().find(is_err))
+                .or_else(|| text.lines().find(|l| !l.trim().is_empty()));
+            match line {
+                Some(l) => format!("'{}'", crate::report::clip(l.trim(), 200)),
+                None => "its output is empty".into(),
+            }
+        }
+        Err(e) => format!("no output file ({e})"),
+    }
+}
+
 /// Sorts nodes into bad / suspect / good from the analysis plus runs that produced nothing to parse
 /// (a pair job that failed before printing: both nodes suspect until proven good).
 pub fn classify(
@@ -423,6 +446,76 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
             nodes,
             line: f.to_string(),
         });
+    }
+    // Pair jobs that ended without a figure: say what their output says.
+    let sampled: BTreeSet<&str> = report
+        .groups
+        .iter()
+        .flat_map(|g| &g.samples)
+        .map(|x| x.file.as_str())
+        .collect();
+    // Failed runs whose output names its hosts are judged by the analysis (nccl.bad_node,
+    // nccl.suspect_node); the others are reported here with what their output says.
+    let attributed: BTreeSet<&str> = report
+        .skipped
+        .iter()
+        .filter(|x| !x.hosts.is_empty())
+        .map(|x| x.file.as_str())
+        .collect();
+    let failed: Vec<&PairRun> = runs
+        .iter()
+        .filter(|r| !attributed.contains(r.file.as_str()))
+        .filter(|r| {
+            r.job_id.is_some()
+                && !r.state.starts_with("not finished")
+                && !sampled.contains(r.file.as_str())
+        })
+        .collect();
+    if !failed.is_empty() && sampled.is_empty() {
+        let r = failed[0];
+        findings.push(Finding::new(
+            "nccl.sweep_failed",
+            Severity::Critical,
+            usable.clone(),
+            &format!(
+                "none of the {} pair runs produced an nccl-tests result; the first ({}+{}, job {}, {}) says: {}",
+                runs.len(),
+                r.nodes.0,
+                r.nodes.1,
+                r.job_id.as_deref().unwrap_or("-"),
+                r.state,
+                first_error(&r.file)
+            ),
+            "when every pair fails the same way the command or its environment is wrong, not the nodes",
+            &format!(
+                "run one pair by hand and read its output: sbatch -N2 -w {},{} --wrap '{}'",
+                r.nodes.0,
+                r.nodes.1,
+                wrap_command(opts)
+            ),
+        ));
+    } else {
+        for r in &failed {
+            findings.push(Finding::new(
+                "nccl.pair_failed",
+                Severity::Critical,
+                vec![r.nodes.0.clone(), r.nodes.1.clone()],
+                &format!(
+                    "pair {}+{} (round {}, job {}, {}) produced no result: {}",
+                    r.nodes.0,
+                    r.nodes.1,
+                    r.round,
+                    r.job_id.as_deref().unwrap_or("-"),
+                    r.state,
+                    first_error(&r.file)
+                ),
+                "a pair that fails while others run points at one of its two nodes",
+                &format!(
+                    "read '{}'; the node that also fails with a good partner is the broken one",
+                    r.file
+                ),
+            ));
+        }
     }
     if usable.len() == 2 {
         findings.push(Finding::new(

@@ -71,6 +71,18 @@ fn launchguard() -> PathBuf {
         "{} is missing: cargo build --release -p launchguard first",
         p.display()
     );
+    // A binary older than this crate's sources would test yesterday's sweep.
+    let built = std::fs::metadata(&p).and_then(|m| m.modified()).unwrap();
+    for e in std::fs::read_dir(root().join("sweep/src")).unwrap() {
+        let src = e.unwrap().path();
+        let changed = std::fs::metadata(&src).and_then(|m| m.modified()).unwrap();
+        assert!(
+            changed <= built,
+            "{} is newer than {}: cargo build --release -p launchguard first",
+            src.display(),
+            p.display()
+        );
+    }
     p
 }
 
@@ -373,10 +385,16 @@ fn a_node_busy_with_a_job_is_a_warning_and_does_not_delay_the_others() {
 }
 
 fn nccl_sweep(slow: &str) -> (Value, i32) {
-    let out =
-        std::env::temp_dir().join(format!("lg-sweep-nccl-test-{slow}-{}", std::process::id()));
+    nccl_sweep_with(
+        &root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh"),
+        &[("LG_FAKE_SLOW_NODE", slow)],
+    )
+}
+
+fn nccl_sweep_with(command: &Path, env: &[(&str, &str)]) -> (Value, i32) {
+    let tag = env.first().map(|e| e.1).unwrap_or("none");
+    let out = std::env::temp_dir().join(format!("lg-sweep-nccl-test-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");
     let (r, code, _) = run_json(
         &[
             "sweep",
@@ -387,11 +405,11 @@ fn nccl_sweep(slow: &str) -> (Value, i32) {
             "--round-timeout",
             "120",
             "--command",
-            standin.to_str().unwrap(),
+            command.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
         ],
-        &[("LG_FAKE_SLOW_NODE", slow)],
+        env,
     );
     let _ = std::fs::remove_dir_all(&out);
     (r, code)
@@ -451,4 +469,39 @@ fn without_a_slow_node_no_node_is_accused() {
         "{r:#}"
     );
     assert_eq!(strings(&r["good"]), vec!["lgn1", "lgn2", "lgn3"], "{r:#}");
+}
+
+#[test]
+fn a_node_that_makes_every_run_fail_is_named_bad_within_two_rounds() {
+    let _c = Cluster::up();
+    let (r, code) = nccl_sweep_with(
+        &root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh"),
+        &[("LG_FAKE_FAIL_NODE", "lgn3")],
+    );
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn3"], "{r:#}");
+    assert!(strings(&r["suspect"]).is_empty(), "{r:#}");
+    assert_eq!(strings(&r["good"]), vec!["lgn1", "lgn2"], "{r:#}");
+    for f in r["findings"].as_array().unwrap() {
+        assert!(!strings(&f["nodes"]).iter().any(|n| n != "lgn3"), "{f:#}");
+    }
+}
+
+#[test]
+fn a_command_that_fails_everywhere_is_a_failed_sweep_not_a_bad_node() {
+    let _c = Cluster::up();
+    let (r, code) = nccl_sweep_with(Path::new("/nonexistent/all_reduce_perf"), &[]);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(strings(&r["bad"]).is_empty(), "{r:#}");
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "nccl.sweep_failed")
+        .unwrap_or_else(|| panic!("no nccl.sweep_failed: {r:#}"));
+    let line = f["line"].as_str().unwrap();
+    assert!(
+        line.contains("/nonexistent/all_reduce_perf: No such file or directory"),
+        "{line}"
+    );
 }
