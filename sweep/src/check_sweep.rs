@@ -162,7 +162,9 @@ fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> F
         || state.is_some_and(|s| s.reason.to_ascii_lowercase().contains("not responding"))
             && !lower.contains("connection failure")
             && !lower.contains("connection refused");
-    let fix = if drained {
+    let fix = if reason.starts_with("Slurm has no node") {
+        format!("check the name (sinfo -N lists the nodes Slurm knows) or add {node} to slurm.conf")
+    } else if drained {
         format!("it was taken out of service on purpose; once its reason is dealt with: scontrol update nodename={node} state=resume")
     } else if munge {
         format!("check that {node}'s /etc/munge/munge.key is the cluster's key (munge -n | ssh {node} unmunge must succeed) and that munged runs there, restart munged, then scontrol update nodename={node} state=resume")
