@@ -278,9 +278,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     if !ask.is_empty() {
         let budget = left() * 2 / 3;
         steps += 1;
-        let o = slurm::run(&mut srun_cmd(opts, &ask, &job, budget), budget)?;
+        let (o, tasks) = check_step(opts, &ask, &job, budget)?;
         any_timeout |= o.timed_out;
-        absorb(&mut results, &mut unreadable, &o.stdout, &o.stderr);
+        absorb(&mut results, &mut unreadable, tasks);
         if o.timed_out {
             for n in unreadable.keys() {
                 hung.insert(n.clone());
@@ -304,7 +304,8 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         }
         let retry_deadline = Instant::now() + left().saturating_sub(Duration::from_millis(300));
         let queue = Arc::new(Mutex::new(missing.clone()));
-        let done: Arc<Mutex<Vec<(String, slurm::Output)>>> = Arc::default();
+        type Done = Vec<(String, slurm::Output, Vec<TaskOutput>)>;
+        let done: Arc<Mutex<Done>> = Arc::default();
         let mut handles = Vec::new();
         for _ in 0..opts.parallel.max(1).min(missing.len()) {
             let (queue, done, opts, job) = (queue.clone(), done.clone(), opts.clone(), job.clone());
@@ -314,11 +315,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
                     if b.is_zero() {
                         break;
                     }
-                    if let Ok(o) =
-                        slurm::run(&mut srun_cmd(&opts, std::slice::from_ref(&n), &job, b), b)
-                    {
+                    if let Ok((o, tasks)) = check_step(&opts, std::slice::from_ref(&n), &job, b) {
                         if let Ok(mut d) = done.lock() {
-                            d.push((n, o));
+                            d.push((n, o, tasks));
                         }
                     }
                 }
@@ -328,9 +327,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
             let _ = h.join();
         }
         steps += missing.len();
-        for (n, o) in done.lock().map(|d| d.clone()).unwrap_or_default() {
+        for (n, o, tasks) in done.lock().map(|d| d.clone()).unwrap_or_default() {
             any_timeout |= o.timed_out;
-            absorb(&mut results, &mut unreadable, &o.stdout, &o.stderr);
+            absorb(&mut results, &mut unreadable, tasks);
             if o.timed_out && unreadable.contains_key(&n) {
                 hung.insert(n.clone());
             }
@@ -403,16 +402,30 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     ))
 }
 
+/// One check step over `nodes`, its output aggregated while it runs.
+fn check_step(
+    opts: &SweepOptions,
+    nodes: &[String],
+    job: &str,
+    budget: Duration,
+) -> Result<(slurm::Output, Vec<TaskOutput>), String> {
+    let mut parser = report::StepParser::new();
+    let o = slurm::run_streaming(&mut srun_cmd(opts, nodes, job, budget), budget, &mut |l| {
+        parser.feed_line(l)
+    })?;
+    let tasks = parser.finish(&o.stderr);
+    Ok((o, tasks))
+}
+
 /// Takes the reports of one step's output. A task that printed its marker but no report is kept
 /// aside in `unreadable`, not in `results`: when srun aborts a step because another node refused
 /// the launch, healthy nodes' checks are killed mid-way, and those nodes are asked again.
 fn absorb(
     results: &mut BTreeMap<String, NodeResult>,
     unreadable: &mut BTreeMap<String, String>,
-    stdout: &str,
-    stderr: &str,
+    tasks: Vec<TaskOutput>,
 ) {
-    for t in report::parse_step_output(stdout, stderr) {
+    for t in tasks {
         match t {
             TaskOutput::Report(r) => {
                 unreadable.remove(&r.node);
@@ -713,7 +726,11 @@ mod tests {
         let t = Instant::now();
         let mut results = BTreeMap::new();
         let mut unreadable = BTreeMap::new();
-        absorb(&mut results, &mut unreadable, &stdout, "");
+        absorb(
+            &mut results,
+            &mut unreadable,
+            report::parse_step_output(&stdout, ""),
+        );
         let r = assemble(&scope, results, |_| None, 1, Duration::ZERO);
         let text = render(&r);
         let took = t.elapsed();

@@ -130,48 +130,98 @@ pub fn parse_report(node: &str, json: &str) -> Result<NodeReport, String> {
     })
 }
 
-/// Groups labelled stdout (and stderr, for diagnostics) by task and parses each task's report.
-/// Tasks without a marker line cannot be attributed to a node and are dropped (the node then counts
-/// as missing, and the sweep asks it again on its own).
-pub fn parse_step_output(stdout: &str, stderr: &str) -> Vec<TaskOutput> {
-    let mut tasks: BTreeMap<usize, (Option<String>, String)> = BTreeMap::new();
-    for line in stdout.lines() {
+/// Reads one step's labelled stdout line by line, as it arrives: each task's text is kept only
+/// until its JSON object is complete, then replaced by the parsed report (what the comparison needs
+/// is a few hundred bytes per node; the raw report is ~3 KB). Tasks without a marker line cannot be
+/// attributed to a node and are dropped (the node then counts as missing, and the sweep asks it again
+/// on its own).
+#[derive(Debug, Default)]
+pub struct StepParser {
+    /// Tasks still printing: node (once the marker arrived) and the text so far.
+    open: BTreeMap<usize, (Option<String>, String)>,
+    /// Tasks whose report is complete.
+    done: BTreeMap<usize, NodeReport>,
+}
+
+impl StepParser {
+    /// New, empty.
+    pub fn new() -> StepParser {
+        StepParser::default()
+    }
+
+    /// Takes one line of srun's labelled stdout.
+    pub fn feed_line(&mut self, line: &str) {
         let Some((task, text)) = split_label(line) else {
-            continue;
+            return;
         };
-        let e = tasks.entry(task).or_default();
+        if self.done.contains_key(&task) {
+            return;
+        }
+        let e = self.open.entry(task).or_default();
         if let Some(n) = text.strip_prefix(NODE_MARKER) {
             e.0 = Some(n.trim().to_string());
-        } else {
-            // srun cuts a task's output into 1024-byte chunks and labels each as its own line, so
-            // a long JSON line comes back in pieces: join them without a separator (line breaks of
-            // pretty-printed JSON are only whitespace between tokens, so nothing is lost).
-            e.1.push_str(text);
+            return;
         }
-    }
-    let mut errs: BTreeMap<usize, String> = BTreeMap::new();
-    for line in stderr.lines() {
-        if let Some((task, text)) = split_label(line) {
-            errs.entry(task).or_insert_with(|| text.trim().to_string());
-        }
-    }
-    let mut out = Vec::new();
-    for (task, (node, body)) in tasks {
-        let Some(node) = node else { continue };
-        out.push(match parse_report(&node, &body) {
-            Ok(r) => TaskOutput::Report(r),
-            Err(e) => {
-                let first = Some(body.as_str()).filter(|b| !b.trim().is_empty());
-                let detail = match (first, errs.get(&task)) {
-                    (_, Some(err)) => format!("{e}; its stderr: {err}"),
-                    (Some(l), None) => format!("{e}; it printed: {}", clip(l, 120)),
-                    (None, None) => format!("{e}; it printed nothing"),
-                };
-                TaskOutput::Unreadable { node, detail }
+        // srun cuts a task's output into 1024-byte chunks and labels each as its own line, so a
+        // long JSON line comes back in pieces: join them without a separator (line breaks of
+        // pretty-printed JSON are only whitespace between tokens, so nothing is lost).
+        e.1.push_str(text);
+        // Try to parse only when the text could be a complete object.
+        if let (Some(node), true) = (&e.0, e.1.trim_end().ends_with('}')) {
+            if let Ok(r) = parse_report(node, &e.1) {
+                self.open.remove(&task);
+                self.done.insert(task, r);
             }
-        });
+        }
     }
-    out
+
+    /// Reports complete so far.
+    pub fn reports(&self) -> usize {
+        self.done.len()
+    }
+
+    /// Ends the step: complete reports, and for every other task with a marker what it printed
+    /// instead (its first labelled stderr line helps: `error: unrecognized subcommand`).
+    pub fn finish(self, stderr: &str) -> Vec<TaskOutput> {
+        let mut errs: BTreeMap<usize, String> = BTreeMap::new();
+        for line in stderr.lines() {
+            if let Some((task, text)) = split_label(line) {
+                errs.entry(task).or_insert_with(|| text.trim().to_string());
+            }
+        }
+        let mut out: BTreeMap<usize, TaskOutput> = self
+            .done
+            .into_iter()
+            .map(|(t, r)| (t, TaskOutput::Report(r)))
+            .collect();
+        for (task, (node, body)) in self.open {
+            let Some(node) = node else { continue };
+            let e = match parse_report(&node, &body) {
+                Ok(r) => {
+                    out.insert(task, TaskOutput::Report(r));
+                    continue;
+                }
+                Err(e) => e,
+            };
+            let first = Some(body.as_str()).filter(|b| !b.trim().is_empty());
+            let detail = match (first, errs.get(&task)) {
+                (_, Some(err)) => format!("{e}; its stderr: {err}"),
+                (Some(l), None) => format!("{e}; it printed: {}", clip(l, 120)),
+                (None, None) => format!("{e}; it printed nothing"),
+            };
+            out.insert(task, TaskOutput::Unreadable { node, detail });
+        }
+        out.into_values().collect()
+    }
+}
+
+/// Parses a whole step's labelled stdout (and stderr, for diagnostics) at once.
+pub fn parse_step_output(stdout: &str, stderr: &str) -> Vec<TaskOutput> {
+    let mut p = StepParser::new();
+    for line in stdout.lines() {
+        p.feed_line(line);
+    }
+    p.finish(stderr)
 }
 
 /// Cuts a string to `n` characters.
@@ -251,6 +301,20 @@ mod tests {
             matches!(&out[0], TaskOutput::Report(r) if r.facts["slurm_version"] == "22.05.8"),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn a_report_is_parsed_as_soon_as_its_last_chunk_arrives() {
+        let mut p = StepParser::new();
+        p.feed_line("0: @lg-node lgn1");
+        let (a, b) = OK.split_at(OK.len() / 2);
+        p.feed_line(&format!("0: {a}"));
+        assert_eq!(p.reports(), 0);
+        p.feed_line(&format!("0: {b}"));
+        assert_eq!(p.reports(), 1);
+        // Later lines of a finished task (srun's own notes) do not undo it.
+        p.feed_line("0: trailing");
+        assert!(matches!(&p.finish("")[..], [TaskOutput::Report(r)] if r.node == "lgn1"));
     }
 
     #[test]

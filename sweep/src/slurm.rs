@@ -5,8 +5,9 @@
 //! two seconds later SIGKILL. Commands that create jobs carry a job name so the sweep can `scancel`
 //! whatever a killed client left behind.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -27,6 +28,24 @@ pub struct Output {
 
 /// Runs `cmd` until `deadline`. Spawn failures come back as `Err` with the program named.
 pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
+    run_inner(cmd, timeout, None)
+}
+
+/// Like [`run`], but hands each stdout line to `on_line` as it arrives (the returned `stdout` is
+/// empty): a step's output is aggregated while it runs and never held whole.
+pub fn run_streaming(
+    cmd: &mut Command,
+    timeout: Duration,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<Output, String> {
+    run_inner(cmd, timeout, Some(on_line))
+}
+
+fn run_inner(
+    cmd: &mut Command,
+    timeout: Duration,
+    mut on_line: Option<&mut dyn FnMut(&str)>,
+) -> Result<Output, String> {
     let start = Instant::now();
     let name = format!("{:?}", cmd.get_program());
     let mut child = cmd
@@ -44,12 +63,40 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
             String::from_utf8_lossy(&buf).into_owned()
         })
     };
-    let out_t = drain(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
+    let (tx, rx) = mpsc::channel::<String>();
+    let out_t = if on_line.is_some() {
+        let out = child.stdout.take();
+        thread::spawn(move || {
+            if let Some(out) = out {
+                let mut r = BufReader::new(out);
+                let mut buf = Vec::new();
+                loop {
+                    buf.clear();
+                    match r.read_until(b'\n', &mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            let line = String::from_utf8_lossy(&buf);
+                            if tx
+                                .send(line.trim_end_matches(['\n', '\r']).to_string())
+                                .is_err()
+                            {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            String::new()
+        })
+    } else {
+        drop(tx);
+        drain(
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        )
+    };
     let err_t = drain(
         child
             .stderr
@@ -82,8 +129,25 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
                 Some(_) => {}
             }
         }
-        thread::sleep(Duration::from_millis(20));
+        match on_line.as_mut() {
+            Some(f) => {
+                if let Ok(l) = rx.recv_timeout(Duration::from_millis(20)) {
+                    f(&l);
+                    while let Ok(l) = rx.try_recv() {
+                        f(&l);
+                    }
+                }
+            }
+            None => thread::sleep(Duration::from_millis(20)),
+        }
     };
+    // What the reader still holds after the exit (bounded: a grandchild may keep the pipe open).
+    if let Some(f) = on_line.as_mut() {
+        let until = Instant::now() + Duration::from_secs(2);
+        while let Ok(l) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            f(&l);
+        }
+    }
     // A grandchild holding the pipes open must not hold us either: bounded join.
     let join = |t: thread::JoinHandle<String>| {
         let until = Instant::now() + Duration::from_secs(2);
@@ -301,6 +365,20 @@ mod tests {
         let o = run(Command::new("sleep").arg("30"), Duration::from_millis(200)).unwrap();
         assert!(o.timed_out);
         assert!(o.elapsed < Duration::from_secs(5), "{:?}", o.elapsed);
+    }
+
+    #[test]
+    fn streamed_lines_arrive_before_the_command_ends_and_survive_its_deadline() {
+        let mut lines = Vec::new();
+        let o = run_streaming(
+            Command::new("sh").args(["-c", "echo one; printf 'two\\r\\n'; exec sleep 30"]),
+            Duration::from_millis(500),
+            &mut |l| lines.push(l.to_string()),
+        )
+        .unwrap();
+        assert!(o.timed_out);
+        assert_eq!(lines, vec!["one", "two"]);
+        assert!(o.stdout.is_empty());
     }
 
     #[test]
