@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 /// Logs every check whose status changed since the previous run (all non-OK ones on the first run).
-fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
+pub(crate) fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
     for c in &rep.checks {
         let before = prev.insert(c.id.clone(), c.status.clone());
         if before.as_deref() == Some(c.status.as_str()) {
@@ -65,23 +65,6 @@ fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
                 c.message
             ),
         }
-    }
-}
-
-fn publish(sh: &Shared, rep: NodeReport, textfile: &std::path::Path) {
-    *sh.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Some(rep);
-    let text = crate::metrics::render(
-        sh.last_check
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref(),
-        &sh.counters,
-    );
-    if let Err(e) = crate::metrics::write_atomic(textfile, &text) {
-        tracing::warn!(
-            "cannot write the Prometheus textfile {}: {e}",
-            textfile.display()
-        );
     }
 }
 
@@ -125,15 +108,14 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
     tokio::spawn(server::serve(listener, sh.clone()));
     tracing::info!(socket = %socket.display(), logs = sink, "launchguard agent {} starting", env!("CARGO_PKG_VERSION"));
 
-    let mut prev = HashMap::new();
     let rep = runner.run(&[]).await;
     tracing::info!(
         "first check run: {} in {:.1} ms",
         rep.status,
         rep.duration_ms
     );
-    log_changes(&mut prev, &rep);
-    publish(&sh, rep, &cfg.textfile);
+    sh.set_textfile(&cfg.textfile);
+    sh.publish(rep);
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
     let mut wd_usec = 0u64;
@@ -163,8 +145,7 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
             _ = wd.tick(), if watchdog => { let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]); }
             _ = tick.tick() => {
                 let rep = runner.run(&[]).await;
-                log_changes(&mut prev, &rep);
-                publish(&sh, rep, &cfg.textfile);
+                sh.publish(rep);
             }
             _ = hup.recv() => {
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
@@ -174,14 +155,14 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
                         cfg = c;
                         runner = Arc::new(Runner::new(Ctx::new(cfg.clone())));
                         sh.set_runner(runner.clone());
+                        sh.set_textfile(&cfg.textfile);
                         let period = Duration::from_secs(if cfg.interval_secs == 0 { 365 * 86400 } else { cfg.interval_secs });
                         tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
                     }
                     Err(e) => tracing::error!("config: {e}; keeping the previous configuration"),
                 }
                 let rep = runner.run(&[]).await;
-                log_changes(&mut prev, &rep);
-                publish(&sh, rep, &cfg.textfile);
+                sh.publish(rep);
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
             }
             _ = term.recv() => break,

@@ -19,7 +19,7 @@ pub struct CheckArgs {
     /// Show passing checks too (the table shows only problems by default).
     #[arg(long, short)]
     pub verbose: bool,
-    /// Config file.
+    /// Config file (default /etc/launchguard/launchguard.toml; missing there = defaults).
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 }
@@ -27,7 +27,7 @@ pub struct CheckArgs {
 /// `launchguard list-checks`.
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
-    /// Config file (to show which checks are disabled).
+    /// Config file, to show which checks are disabled (default /etc/launchguard/launchguard.toml).
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// JSON array of {id, family, enabled, description}.
@@ -63,10 +63,15 @@ pub fn print_table(rep: &NodeReport, verbose: bool) {
         if st == Status::Ok && !verbose {
             continue;
         }
+        // The ID is in its own column: show the message without its `launchguard: <id>: ` prefix.
+        let prefix = format!("launchguard: {}: ", c.id);
         let msg = if c.message.is_empty() {
             String::new()
         } else {
-            format!("  {}", c.message)
+            format!(
+                "  {}",
+                c.message.strip_prefix(&prefix).unwrap_or(&c.message)
+            )
         };
         println!("{:<8} {:<28}{msg}", c.status.to_uppercase(), c.id);
     }
@@ -96,8 +101,19 @@ pub fn check(a: &CheckArgs) -> ExitCode {
             .iter()
             .any(|c| c.id == o || c.id.starts_with(&format!("{o}.")));
         if !ok {
+            let hint = known
+                .iter()
+                .find(|c| c.family == o.as_str() || c.id.ends_with(&format!(".{o}")))
+                .map(|c| {
+                    if c.family == o.as_str() {
+                        format!("node.{}", c.family)
+                    } else {
+                        c.id.to_string()
+                    }
+                })
+                .unwrap_or_else(|| "node.munge".into());
             eprintln!(
-                "launchguard: --only {o}: no such check or family (see launchguard list-checks)"
+                "launchguard: --only {o}: no such check or family; did you mean {hint}? (launchguard list-checks lists them)"
             );
             return ExitCode::from(3);
         }
@@ -138,7 +154,7 @@ pub fn list(a: &ListArgs) -> ExitCode {
     }
     for k in launchguard_core::CheckKind::ALL {
         println!(
-            "{:<30} {:<9} {} (plugin, at srun; plugstack {}=)",
+            "{:<30} {:<9} {} (spank_launchguard.so; plugstack {}=)",
             k.id(),
             "plugin",
             k.describe(),

@@ -25,7 +25,7 @@ pub struct Args {
     /// The node's name in Slurm (default: the short hostname, as slurmd uses).
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
-    /// Config file.
+    /// Config file (default /etc/launchguard/launchguard.toml; missing there = defaults).
     #[arg(long, value_name = "PATH")]
     pub config: Option<std::path::PathBuf>,
 }
@@ -147,11 +147,13 @@ fn scontrol(cfg: &crate::config::Config, args: &[&str]) -> Result<String, String
     if out.ok {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!(
-            "scontrol {}: {}",
-            args.join(" "),
-            out.stderr.trim()
-        ))
+        // scontrol prints some errors ("Node x not found") on stdout.
+        let err = if out.stderr.trim().is_empty() {
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        } else {
+            out.stderr.trim().to_string()
+        };
+        Err(format!("scontrol {}: {err}", args.join(" ")))
     }
 }
 

@@ -103,6 +103,10 @@ pub struct Shared {
     limiter: Mutex<HashMap<u32, (f64, Instant)>>,
     /// Open connections per peer uid.
     conns: Mutex<HashMap<u32, usize>>,
+    /// The Prometheus textfile (empty: none).
+    textfile: Mutex<std::path::PathBuf>,
+    /// Each check's status at the last run, to log changes.
+    prev: Mutex<HashMap<String, String>>,
     cfg: Reports,
 }
 
@@ -213,8 +217,42 @@ impl Shared {
             runner: Mutex::new(runner),
             limiter: Mutex::new(HashMap::new()),
             conns: Mutex::new(HashMap::new()),
+            textfile: Mutex::new(std::path::PathBuf::new()),
+            prev: Mutex::new(HashMap::new()),
             cfg,
         })
+    }
+
+    /// Sets the textfile path; says once when its directory is missing (no metrics then).
+    pub fn set_textfile(&self, p: &std::path::Path) {
+        if !p.as_os_str().is_empty() && !p.parent().is_some_and(|d| d.is_dir()) {
+            tracing::info!(
+                "no Prometheus textfile: {} does not exist (create it, or set textfile in launchguard.toml)",
+                p.parent().map(|d| d.display().to_string()).unwrap_or_default()
+            );
+        }
+        *self.textfile.lock().unwrap_or_else(|e| e.into_inner()) = p.to_path_buf();
+    }
+
+    /// Takes a check run: logs what changed, keeps it for `status`, rewrites the textfile.
+    pub fn publish(&self, rep: NodeReport) {
+        crate::agent::log_changes(
+            &mut self.prev.lock().unwrap_or_else(|e| e.into_inner()),
+            &rep,
+        );
+        let text = crate::metrics::render(Some(&rep), &self.counters);
+        *self.last_check.lock().unwrap_or_else(|e| e.into_inner()) = Some(rep);
+        let path = self
+            .textfile
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Err(e) = crate::metrics::write_atomic(&path, &text) {
+            tracing::warn!(
+                "cannot write the Prometheus textfile {}: {e}",
+                path.display()
+            );
+        }
     }
 
     /// The current check runner (replaced on SIGHUP).
@@ -535,7 +573,7 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
             }
             Message::Check => {
                 let rep = sh.runner().run(&[]).await;
-                *sh.last_check.lock().unwrap_or_else(|p| p.into_inner()) = Some(rep.clone());
+                sh.publish(rep.clone());
                 let mut line = serde_json::to_vec(&rep).unwrap_or_default();
                 line.push(b'\n');
                 if !reply(&mut wr, &line).await {
@@ -592,7 +630,10 @@ pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
             ));
         }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(format!("another agent is listening on {}", path.display()));
+            return Err(format!(
+                "another agent is listening on {}; stop it first (systemctl stop launchguard-agent) or give this one --socket",
+                path.display()
+            ));
         }
         std::fs::remove_file(path)
             .map_err(|e| format!("cannot remove the stale {}: {e}", path.display()))?;

@@ -24,7 +24,7 @@ pub struct Args {
     /// Make the agent run its checks now (instead of showing its last run).
     #[arg(long)]
     pub refresh: bool,
-    /// Config file.
+    /// Config file (default /etc/launchguard/launchguard.toml; missing there = defaults).
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 }
@@ -77,7 +77,11 @@ pub fn run(a: &Args) -> ExitCode {
     let reply: StatusReply = match serde_json::from_str(&line) {
         Ok(r) => r,
         Err(_) => {
-            eprintln!("launchguard: status: the agent answered: {}", line.trim());
+            if line.contains("for root") {
+                eprintln!("launchguard: status: the agent answers root only (reports name other users' jobs); run it as root, e.g. sudo launchguard status");
+            } else {
+                eprintln!("launchguard: status: the agent answered: {}", line.trim());
+            }
             return ExitCode::from(3);
         }
     };

@@ -181,7 +181,7 @@ fn reports_from_real_sruns_arrive_attributed_and_hostile_clients_are_counted() {
         a.socket.to_str().unwrap(),
     ]);
     assert_eq!(o.code, 3, "{o:?}");
-    assert!(o.stderr.contains("for root"), "{o:?}");
+    assert!(o.stderr.contains("root only"), "{o:?}");
     std::thread::sleep(Duration::from_millis(300));
     let st = a.status();
     let d = &st["dropped_total"];

@@ -126,8 +126,8 @@ impl Outcome {
             id,
             Status::Unknown,
             what,
-            "the check could not judge the node, which is not a node fault",
-            format!("see the agent's log; run `launchguard check --only {id}` as root"),
+            "the check could not judge, so it counts neither as a fault nor as healthy (never a drain)",
+            format!("fix what stops it (above), then `launchguard check --only {id}` as root"),
         )
     }
 

@@ -109,7 +109,7 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
                 Status::Critical,
                 format!("{key} is not a regular file"),
                 "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
-                "copy the cluster's key into place: install -o munge -g munge -m 0400 <key> /etc/munge/munge.key; systemctl restart munge",
+                format!("copy the cluster's key into place: install -o munge -g munge -m 0400 <key> {}; systemctl restart munge", f.key_path),
             ));
             None
         }
@@ -119,7 +119,7 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
                 Status::Critical,
                 format!("{key} does not exist"),
                 "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
-                "copy the same key as on the controller: install -o munge -g munge -m 0400 <key> /etc/munge/munge.key; systemctl restart munge",
+                format!("copy the same key as on the controller: install -o munge -g munge -m 0400 <key> {}; systemctl restart munge", f.key_path),
             ));
             None
         }
