@@ -2,14 +2,17 @@
 //! `srun` step (one task per node), compared across nodes.
 //!
 //! Order of work, each under the sweep's one deadline (`--timeout`):
-//! 1. `sinfo` says which nodes Slurm will not run a step on (down, drained, not responding `*`, …):
-//!    those are reported with Slurm's state and reason and not asked;
-//! 2. one `srun -N<k> --ntasks-per-node=1 --label -w <nodes>` runs the check everywhere else (two
-//!    thirds of the time left); each task prints `@lg-node $SLURMD_NODENAME` and the check's JSON;
-//! 3. nodes that did not answer (srun aborts a step when one node refuses the launch, and the others'
-//!    output may be cut) are asked again one `srun -w <node>` each, in parallel, in the time left;
+//! 1. `sinfo` says which nodes Slurm will not run a step on now (down, drained, not responding `*`,
+//!    every CPU allocated, …): those are reported with Slurm's state and reason and not asked;
+//! 2. one `srun -N<k> --ntasks-per-node=1 --label --no-kill -w <nodes>` runs the check everywhere
+//!    else (two thirds of the time left); each task prints `@lg-node $SLURMD_NODENAME` and the
+//!    check's JSON, read while the step runs ([`report::StepParser`]);
+//! 3. nodes srun named in a launch error (`… failed on node X: why`) keep that reason; nodes that
+//!    gave no report otherwise (their output cut when srun aborted the step) are asked again, one
+//!    `srun -w <node>` each, in parallel, in the time left;
 //! 4. nodes still silent are reported with what Slurm said (srun's launch error for the node, its
-//!    state and reason from a fresh `sinfo`); the facts of the nodes that answered are compared.
+//!    state and reason from a fresh `sinfo`), a check that started but never answered as a timeout;
+//!    the facts of the nodes that answered are compared ([`crate::compare`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
