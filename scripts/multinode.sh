@@ -267,7 +267,7 @@ up() {
   install_packages
   if [ "$(nodes_configured)" = "$n" ] && pid_alive "$D/slurmctld.pid" && scontrol ping >/dev/null 2>&1; then
     for i in $(seq "$n"); do heal_node "lgn$i" "$n"; done
-    wait_nodes $(for i in $(seq "$n"); do echo "lgn$i"; done)
+    mapfile -t names < <(seq -f "lgn%g" "$n"); wait_nodes "${names[@]}"
     log "up (already): $n nodes healed, SLURM_CONF=$CONF"
     return 0
   fi
@@ -298,7 +298,7 @@ up() {
   /usr/sbin/slurmctld -c -f "$CONF"
   for i in $(seq 50); do scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
   for i in $(seq "$n"); do heal_node "lgn$i" "$n"; done
-  wait_nodes $(for i in $(seq "$n"); do echo "lgn$i"; done)
+  mapfile -t names < <(seq -f "lgn%g" "$n"); wait_nodes "${names[@]}"
   log "up: $n nodes lgn1..lgn$n, $(srun --version); export SLURM_CONF=$CONF"
 }
 
@@ -338,7 +338,7 @@ heal() { # [node]
   [ "$n" -gt 0 ] || die "not up"
   if [ -n "${1:-}" ]; then heal_node "$1" "$n"; wait_nodes "$1"; return; fi
   for i in $(seq "$n"); do heal_node "lgn$i" "$n"; done
-  wait_nodes $(for i in $(seq "$n"); do echo "lgn$i"; done)
+  mapfile -t names < <(seq -f "lgn%g" "$n"); wait_nodes "${names[@]}"
 }
 
 status() {
