@@ -105,7 +105,9 @@ pub struct SweepReport {
 /// The shell wrapper each task runs: marker line, then the check.
 pub fn task_script(check_command: &str) -> String {
     format!(
-        "echo \"{}$SLURMD_NODENAME\"; exec {check_command}",
+        // No `exec`: a --check-command may start with assignments (`FOO=1 launchguard …`) or be a
+        // short script (`cd /x; launchguard …`).
+        "echo \"{}$SLURMD_NODENAME\"; {check_command}",
         report::NODE_MARKER
     )
 }
@@ -159,6 +161,9 @@ fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> F
     }
     let drained = state.is_some_and(|s| s.state.contains("drain") && !s.state.ends_with('*'));
     let lower = reason.to_ascii_lowercase();
+    let state_only = !["zero bytes", "authentication", "credential", "munge"]
+        .iter()
+        .any(|w| lower.contains(w));
     let munge = ["zero bytes", "authentication", "credential", "munge"]
         .iter()
         .any(|w| lower.contains(w))
@@ -169,8 +174,11 @@ fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> F
         format!("check the name (sinfo -N lists the nodes Slurm knows) or add {node} to slurm.conf")
     } else if drained {
         format!("it was taken out of service on purpose; once its reason is dealt with: scontrol update nodename={node} state=resume")
-    } else if munge {
+    } else if munge && !state_only {
         format!("check that {node}'s /etc/munge/munge.key is the cluster's key (munge -n | ssh {node} unmunge must succeed) and that munged runs there, restart munged, then scontrol update nodename={node} state=resume")
+    } else if munge {
+        // Only Slurm's "Not responding": a dead slurmd or host looks the same as a foreign key.
+        format!("check that {node} is up and slurmd runs there (systemctl status slurmd), and that its /etc/munge/munge.key is the cluster's key (munge -n | ssh {node} unmunge); then scontrol update nodename={node} state=resume")
     } else {
         format!("check slurmd on {node} (is it running, can slurmctld reach it on SlurmdPort, its log), then scontrol update nodename={node} state=resume")
     };
@@ -355,7 +363,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         }
     }
     if any_timeout {
-        slurm::scancel_name(&job);
+        slurm::scancel_name(&job, left() + Duration::from_secs(1));
     }
     // Fresh states for the nodes that did not answer: Slurm may have noticed them by now.
     let silent: Vec<String> = ask
@@ -363,10 +371,12 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         .filter(|n| !results.contains_key(*n))
         .cloned()
         .collect();
+    // Past the deadline this gets one more second, no more (slurmctld may be the slow part).
     let fresh = if silent.is_empty() {
         Vec::new()
     } else {
-        slurm::sinfo(None, Some(&silent.join(",")), Duration::from_secs(10)).unwrap_or_default()
+        let budget = (left() + Duration::from_secs(1)).min(Duration::from_secs(10));
+        slurm::sinfo(None, Some(&silent.join(",")), budget).unwrap_or_default()
     };
     for n in &silent {
         if let Some(detail) = unreadable.remove(n) {
@@ -756,7 +766,7 @@ mod tests {
         assert_eq!(sh_quote("/opt/my dir/lg"), "'/opt/my dir/lg'");
         assert_eq!(
             task_script("/x/lg check --json"),
-            "echo \"@lg-node $SLURMD_NODENAME\"; exec /x/lg check --json"
+            "echo \"@lg-node $SLURMD_NODENAME\"; /x/lg check --json"
         );
     }
 }

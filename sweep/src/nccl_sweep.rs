@@ -187,7 +187,9 @@ fn wait(runs: &mut [PairRun], round: usize, timeout: Duration, progress: bool) {
             Command::new("squeue").args(["-h", "-t", "all", "-o", "%i|%T", "-j", &ids.join(",")]),
             Duration::from_secs(15),
         );
-        if let Ok(o) = o {
+        // A failed or timed-out squeue says nothing about the jobs: keep their states and poll again
+        // (an empty answer must not read as "every job left the queue").
+        if let Some(o) = o.ok().filter(|o| o.code == Some(0) && !o.timed_out) {
             for line in o.stdout.lines() {
                 if let Some((id, st)) = line.split_once('|') {
                     if let Some(r) = runs

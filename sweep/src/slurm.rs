@@ -276,7 +276,8 @@ pub fn expand(list: &str) -> Result<Vec<String>, String> {
 /// failure` → (lgn3, "Communication connection failure").
 pub fn launch_errors(stderr: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for line in stderr.lines() {
+    // Only srun's own lines: a task's labelled output ("0: …") may contain " on node X:" too.
+    for line in stderr.lines().filter(|l| l.starts_with("srun: ")) {
         if let Some(i) = line.find(" on node ") {
             let rest = &line[i + " on node ".len()..];
             if let Some((node, why)) = rest.split_once(':') {
@@ -291,7 +292,7 @@ pub fn launch_errors(stderr: &str) -> Vec<(String, String)> {
 pub fn srun_error(stderr: &str) -> Option<String> {
     let errs: Vec<&str> = stderr
         .lines()
-        .filter_map(|l| l.split_once("error: ").map(|(_, e)| e.trim()))
+        .filter_map(|l| l.strip_prefix("srun: error: ").map(str::trim))
         .filter(|e| !e.is_empty())
         .collect();
     if !errs.is_empty() {
@@ -310,11 +311,15 @@ pub fn srun_error(stderr: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Cancels jobs by name (what a killed srun/sbatch left behind).
-pub fn scancel_name(name: &str) {
+/// Cancels this user's jobs by name (what a killed srun/sbatch left behind), within `budget`.
+pub fn scancel_name(name: &str, budget: Duration) {
+    let user = std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "root".into());
     let _ = run(
-        Command::new("scancel").args(["--name", name]),
-        Duration::from_secs(10),
+        Command::new("scancel").args(["--name", name, "--user", &user]),
+        budget.clamp(Duration::from_millis(500), Duration::from_secs(10)),
     );
 }
 
