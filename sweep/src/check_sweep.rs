@@ -240,8 +240,14 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     let start = Instant::now();
     let deadline = start + opts.timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
+    // Without -p or -w the step goes to the default partition: sweep exactly its nodes, or nodes of
+    // other partitions would fail the allocation and read as unreachable.
+    let partition = match (&opts.partition, &opts.nodes) {
+        (None, None) => slurm::default_partition(left().min(Duration::from_secs(15))),
+        (p, _) => p.clone(),
+    };
     let states = slurm::sinfo(
-        opts.partition.as_deref(),
+        partition.as_deref(),
         opts.nodes.as_deref(),
         left().min(Duration::from_secs(15)),
     )?;

@@ -133,8 +133,12 @@ fn run_inner(
             Some(f) => {
                 if let Ok(l) = rx.recv_timeout(Duration::from_millis(20)) {
                     f(&l);
-                    while let Ok(l) = rx.try_recv() {
-                        f(&l);
+                    // Bounded, so a task that prints without end cannot keep us past the deadline.
+                    for _ in 0..4096 {
+                        match rx.try_recv() {
+                            Ok(l) => f(&l),
+                            Err(_) => break,
+                        }
                     }
                 }
             }
@@ -257,6 +261,17 @@ pub fn sinfo(
         return Err(format!("sinfo failed: {}", o.stderr.trim()));
     }
     Ok(parse_sinfo(&o.stdout))
+}
+
+/// The default partition (`sinfo`'s name ending in `*`), if there is one.
+pub fn default_partition(timeout: Duration) -> Option<String> {
+    let o = run(Command::new("sinfo").args(["-h", "-o", "%P"]), timeout).ok()?;
+    if o.code != Some(0) || o.timed_out {
+        return None;
+    }
+    o.stdout
+        .lines()
+        .find_map(|l| l.trim().strip_suffix('*').map(str::to_string))
 }
 
 /// Expands a node list (`lgn[1-3],gpu-07`) with launchguard's hostlist reader.
