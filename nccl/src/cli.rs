@@ -148,12 +148,14 @@ pub enum NcclCommand {
     },
 }
 
-fn size_arg(s: &str) -> Result<u64, String> {
+/// clap value parser for a size in bytes (`17179869184`, `16G`); shared with `launchguard sweep nccl`.
+pub fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).ok_or_else(|| format!("'{s}' is not a size in bytes (e.g. 17179869184 or 16G)"))
 }
 
-/// `5%` and `5` are percent, `0.05` is a fraction (seed 002's `-t 0.05`).
-fn threshold_arg(s: &str) -> Result<f64, String> {
+/// `5%` and `5` are percent, `0.05` is a fraction (seed 002's `-t 0.05`); any non-negative value.
+/// Shared with `launchguard sweep nccl`, which narrows the range.
+pub fn threshold_arg(s: &str) -> Result<f64, String> {
     let (num, pct) = match s.strip_suffix('%') {
         Some(n) => (n, true),
         None => (s, false),

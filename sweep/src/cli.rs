@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use launchguard_nccl::outliers::OutlierOptions;
 use launchguard_nccl::table::Placement;
-use launchguard_nccl::units::parse_size;
 
 use crate::check_sweep::{self, SweepOptions};
 use crate::nccl_sweep::{self, NcclOptions};
@@ -109,7 +108,7 @@ pub struct NcclArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Message size compared (bytes or 16G; default: the largest most runs measured).
-    #[arg(short, long, value_parser = size_arg)]
+    #[arg(short, long, value_parser = launchguard_nccl::cli::size_arg)]
     pub size: Option<u64>,
     /// Allowed busbw deviation from the mean (5%, 5 or 0.05).
     #[arg(short, long, default_value = "5%", value_parser = threshold_arg)]
@@ -128,21 +127,11 @@ pub struct NcclArgs {
     pub quiet: bool,
 }
 
-fn size_arg(s: &str) -> Result<u64, String> {
-    parse_size(s).ok_or_else(|| format!("'{s}' is not a size in bytes (e.g. 17179869184 or 16G)"))
-}
-
+/// `launchguard nccl outliers`' threshold syntax, narrowed to a usable fraction (0, 1): a pairwise
+/// sweep at 0% or 100% would accuse every node or none.
 fn threshold_arg(s: &str) -> Result<f64, String> {
-    let (num, pct) = match s.strip_suffix('%') {
-        Some(n) => (n, true),
-        None => (s, false),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a threshold (5%, 5 or 0.05)"))?;
-    let v = if pct || v >= 1.0 { v / 100.0 } else { v };
-    if v.is_finite() && v > 0.0 && v < 1.0 {
+    let v = launchguard_nccl::cli::threshold_arg(s)?;
+    if v > 0.0 && v < 1.0 {
         Ok(v)
     } else {
         Err(format!("'{s}' is not a threshold between 0 and 100%"))
