@@ -99,7 +99,7 @@ pub fn check(a: &CheckArgs) -> ExitCode {
     for o in &a.only {
         let ok = known
             .iter()
-            .any(|c| c.id == o || c.id.starts_with(&format!("{o}.")));
+            .any(|c| launchguard_core::node::id_matches(c.id, o));
         if !ok {
             let hint = known
                 .iter()

@@ -308,9 +308,9 @@ impl Config {
 
     /// Whether a check ID is disabled (by its ID or a prefix family such as `node.munge`).
     pub fn is_disabled(&self, id: &str) -> bool {
-        self.disabled.iter().any(|d| {
-            id == d || (id.starts_with(d.as_str()) && id.as_bytes().get(d.len()) == Some(&b'.'))
-        })
+        self.disabled
+            .iter()
+            .any(|d| launchguard_core::node::id_matches(id, d))
     }
 }
 

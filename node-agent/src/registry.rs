@@ -278,9 +278,9 @@ impl Runner {
     /// Whether `id` is selected by `only` (IDs or family prefixes; empty selects all) and enabled.
     fn selected(&self, id: &str, only: &[String]) -> bool {
         let pick = only.is_empty()
-            || only.iter().any(|o| {
-                id == o || (id.starts_with(o.as_str()) && id.as_bytes().get(o.len()) == Some(&b'.'))
-            });
+            || only
+                .iter()
+                .any(|o| launchguard_core::node::id_matches(id, o));
         pick && !self.ctx.cfg.is_disabled(id)
     }
 

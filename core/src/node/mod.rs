@@ -158,6 +158,13 @@ pub struct CheckInfo {
     pub describe: &'static str,
 }
 
+/// Whether check `id` is named by `pattern`: the ID itself or a prefix ending at a dot
+/// (`node.munge` names `node.munge.key_mode`, `node.mun` names nothing). Used by `--only`,
+/// `disabled` and their validation alike.
+pub fn id_matches(id: &str, pattern: &str) -> bool {
+    id == pattern || (id.starts_with(pattern) && id.as_bytes().get(pattern.len()) == Some(&b'.'))
+}
+
 /// Every node check, in documentation order.
 pub fn all_checks() -> Vec<CheckInfo> {
     let mut v = vec![];
@@ -190,6 +197,14 @@ pub(crate) fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_match_themselves_and_their_families_at_a_dot() {
+        assert!(id_matches("node.munge.key_mode", "node.munge.key_mode"));
+        assert!(id_matches("node.munge.key_mode", "node.munge"));
+        assert!(!id_matches("node.munge.key_mode", "node.mun"));
+        assert!(!id_matches("node.munge", "node.munge.key_mode"));
+    }
 
     #[test]
     fn worst_ranks_critical_over_unknown_over_warning() {
