@@ -26,7 +26,7 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.to_string()),
     };
-    let bytes = read_regular(&m.key, 1 << 20);
+    let bytes = util::read_regular(&m.key, 1 << 20);
     let digest = match &bytes {
         Ok(b) => Ok(format!("sha256:{:x}", Sha256::digest(b))),
         Err(e) => Err(e.to_string()),
@@ -69,27 +69,6 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
             .map(|p| p.display().to_string())
             .collect(),
     }
-}
-
-/// Reads a regular file of at most `max` bytes without following a final symlink and without
-/// blocking on a FIFO or device swapped in after the `stat` (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`).
-pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits())
-        .open(p)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut buf = vec![];
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(buf)
 }
 
 /// munged from its pid file: alive, and when it started (from `/proc/PID/stat` and the boot time).
@@ -179,7 +158,7 @@ fn find_copies(root: &Path, key: &[u8], depth: usize) -> Vec<SharedCopy> {
                 stack.push((e.path(), d + 1));
             } else if md.is_file()
                 && md.len() == key.len() as u64
-                && read_regular(&e.path(), key.len() as u64).is_ok_and(|b| b == key)
+                && util::read_regular(&e.path(), key.len() as u64).is_ok_and(|b| b == key)
             {
                 out.push(SharedCopy {
                     path: e.path().display().to_string(),

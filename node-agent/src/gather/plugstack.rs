@@ -4,6 +4,7 @@
 use super::util;
 use super::Ctx;
 use launchguard_core::node::plugstack::{parse, Entry, Line, PlugstackFacts, SoState};
+use launchguard_core::slurm_conf::SlurmConf;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -29,13 +30,11 @@ pub fn so_state(p: &Path) -> SoState {
     }
 }
 
-/// plugstack.conf's path.
-pub fn path(ctx: &Ctx) -> PathBuf {
-    match ctx.slurm_conf() {
-        (_, Ok(c)) if c.get("PlugStackConfig").is_some() => {
-            PathBuf::from(c.get("PlugStackConfig").unwrap_or_default())
-        }
-        _ => ctx.slurm_dir().join("plugstack.conf"),
+/// plugstack.conf's path: slurm.conf's `PlugStackConfig`, else beside slurm.conf.
+pub fn path(ctx: &Ctx, conf: Option<&SlurmConf>) -> PathBuf {
+    match conf.and_then(|c| c.get("PlugStackConfig")) {
+        Some(p) => PathBuf::from(p),
+        None => ctx.slurm_dir().join("plugstack.conf"),
     }
 }
 
@@ -86,8 +85,10 @@ fn walk(
 
 /// Gathers the plugstack family's facts.
 pub fn gather(ctx: &Ctx) -> PlugstackFacts {
-    let p = path(ctx);
-    let dirs = super::pmix::plugin_dirs(ctx);
+    let (_, conf) = ctx.slurm_conf();
+    let conf = conf.ok();
+    let p = path(ctx, conf.as_ref());
+    let dirs = super::pmix::plugin_dirs(ctx, conf.as_ref());
     let mut entries = vec![];
     let mut problems = vec![];
     let entries = match util::read_optional(&p) {

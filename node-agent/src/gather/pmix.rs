@@ -5,6 +5,7 @@
 
 use super::Ctx;
 use launchguard_core::node::pmix::{PmixFacts, PmixPlugin};
+use launchguard_core::slurm_conf::SlurmConf;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -29,11 +30,12 @@ const LIB_DIRS: &[&str] = &[
 
 /// Slurm's plugin directories: the config's, slurm.conf's `PluginDir` (colon-separated), or the first
 /// distribution directory that exists.
-pub fn plugin_dirs(ctx: &Ctx) -> Vec<PathBuf> {
+/// `conf` is slurm.conf as the caller already parsed it.
+pub fn plugin_dirs(ctx: &Ctx, conf: Option<&SlurmConf>) -> Vec<PathBuf> {
     if let Some(d) = &ctx.cfg.plugin_dir {
         return vec![d.clone()];
     }
-    if let (_, Ok(c)) = ctx.slurm_conf() {
+    if let Some(c) = conf {
         if let Some(d) = c.get("PluginDir") {
             return d.split(':').map(PathBuf::from).collect();
         }
@@ -82,7 +84,9 @@ fn in_ld_cache(name: &str) -> Option<String> {
 
 /// Gathers the pmix family's facts.
 pub fn gather(ctx: &Ctx) -> PmixFacts {
-    let dirs = plugin_dirs(ctx);
+    let (_, conf) = ctx.slurm_conf();
+    let conf = conf.ok();
+    let dirs = plugin_dirs(ctx, conf.as_ref());
     let mut types = vec![];
     let mut plugins = vec![];
     for d in &dirs {
@@ -113,10 +117,9 @@ pub fn gather(ctx: &Ctx) -> PmixFacts {
             types.push(t);
         }
     }
-    let mpi_default = match ctx.slurm_conf() {
-        (_, Ok(c)) => c.get("MpiDefault").map(String::from),
-        _ => None,
-    };
+    let mpi_default = conf
+        .as_ref()
+        .and_then(|c| c.get("MpiDefault").map(String::from));
     PmixFacts {
         plugin_dir: dirs
             .iter()

@@ -17,6 +17,27 @@ pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Reads a regular file of at most `max` bytes without following a final symlink and without
+/// blocking on a FIFO or device swapped in after the `stat` (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`).
+pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(p)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut buf = vec![];
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// Reads a text file of at most [`MAX_READ`] bytes (lossy UTF-8).
 pub fn read_text(path: &Path) -> std::io::Result<String> {
     read_bytes(path, MAX_READ).map(|b| String::from_utf8_lossy(&b).into_owned())
