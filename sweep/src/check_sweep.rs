@@ -161,12 +161,11 @@ fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> F
     }
     let drained = state.is_some_and(|s| s.state.contains("drain") && !s.state.ends_with('*'));
     let lower = reason.to_ascii_lowercase();
-    let state_only = !["zero bytes", "authentication", "credential", "munge"]
+    let said_munge = ["zero bytes", "authentication", "credential", "munge"]
         .iter()
         .any(|w| lower.contains(w));
-    let munge = ["zero bytes", "authentication", "credential", "munge"]
-        .iter()
-        .any(|w| lower.contains(w))
+    let state_only = !said_munge;
+    let munge = said_munge
         || state.is_some_and(|s| s.reason.to_ascii_lowercase().contains("not responding"))
             && !lower.contains("connection failure")
             && !lower.contains("connection refused");
