@@ -6,6 +6,9 @@
 #   scripts/cluster.sh status   show the daemons and the node
 #   scripts/cluster.sh build-plugin             build spank_launchguard.so against this cluster's headers
 #   scripts/cluster.sh install-plugin [args…]   copy the built plugin into place and list it in plugstack
+#   scripts/cluster.sh install-bin    put the built launchguard binary on PATH (/usr/local/bin)
+#   scripts/cluster.sh agent-up       (host) install-bin, then run `launchguard agent` without systemd
+#   scripts/cluster.sh agent-down     (host) stop that agent (`down` stops it too)
 #
 # LG_CLUSTER selects the cluster:
 #   host    (default) the machine's own Slurm (Debian 12: 22.05), ports 6817/6818
@@ -18,6 +21,7 @@
 # /dev/infiniband/uverbs0, and a non-root user `lgtest`. Must run as root. Never kills daemons by name:
 # only through their pid files. Re-running `up` rewrites the config and restarts the daemons.
 set -euo pipefail
+. "$(dirname "$0")/lib/apt.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${LG_CLUSTER:-host}
@@ -52,8 +56,8 @@ install_packages() {
   ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]} (apt-get)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    apt_get update
+    apt_get install "${need[@]}"
   fi
 }
 
@@ -61,7 +65,7 @@ install_packages() {
 make_chroot() {
   [ -n "$R" ] || return 0
   if [ ! -x "$R/usr/bin/apt-get" ]; then
-    command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+    command -v debootstrap >/dev/null || { apt_get update; apt_get install debootstrap; }
     local mirror
     mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
     log "debootstrap trixie into $R (${mirror:-http://deb.debian.org/debian})"
@@ -74,8 +78,25 @@ make_chroot() {
   cp /etc/hosts "$R/etc/hosts"
   if [ ! -x "$R/usr/sbin/slurmd" ] || [ ! -f "$R/usr/include/slurm/spank.h" ]; then
     log "installing slurmctld slurmd slurm-client munge libslurm-dev in the chroot"
-    chroot "$R" bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge libslurm-dev >/dev/null'
+    chroot "$R" bash -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq slurmctld slurmd slurm-client munge libslurm-dev 2>&1 >/dev/null | grep -v "apt-utils is not installed" >&2; exit "${PIPESTATUS[0]}"'
   fi
+}
+
+# A daemon did not come up: print its log's last fatal/error lines and, for the causes we know, the fix.
+daemon_failed() {
+  local name=$1 logf=$R$2 lines
+  lines=$(grep -E 'fatal|error' "$logf" 2>/dev/null | tail -n 3 || true)
+  log "$name did not start; the last errors in $logf:"
+  printf '  %s\n' "${lines:-(none: run '$name -D' by hand to see why)}" >&2
+  case "$lines" in
+    *"CLUSTER NAME MISMATCH"*)
+      log "fix: $R/var/spool/slurmctld holds the state of another cluster; remove it (rm -rf $R/var/spool/slurmctld) if that cluster is gone, then run 'scripts/cluster.sh up' again" ;;
+    *"Address already in use"*)
+      log "fix: another daemon holds this cluster's port: stop it (ss -ltnp shows which), then run 'scripts/cluster.sh up' again" ;;
+    *"munge"*|*"Munge"*)
+      log "fix: munged does not answer: check $R/var/log/munge/munged.log and 'munge -n | unmunge'" ;;
+  esac
+  exit 1
 }
 
 pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -188,9 +209,13 @@ start_slurm() {
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   log "starting slurmctld and slurmd"
-  on slurmctld
-  for _ in $(seq 50); do on scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
-  on slurmd
+  on slurmctld || daemon_failed slurmctld /var/log/slurmctld.log
+  local up=""
+  for _ in $(seq 50); do on scontrol ping >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
+  [ -n "$up" ] || pid_alive "$R/run/slurmctld.pid" || daemon_failed slurmctld /var/log/slurmctld.log
+  on slurmd || daemon_failed slurmd /var/log/slurmd.log
+  sleep 0.2
+  pid_alive "$R/run/slurmd.pid" || daemon_failed slurmd /var/log/slurmd.log
   wait_idle
   # Jobs left by an interrupted run (a killed srun can leave its job RUNNING with no step) would hold
   # CPUs and make every later test wait for resources.
@@ -227,6 +252,37 @@ install_plugin() {
   log "plugstack: $(cat "$R$DROPIN")"
 }
 
+# install-bin: the built `launchguard` binary onto PATH (/usr/local/bin), as the README's admin commands
+# expect; the package installs /usr/bin/launchguard instead.
+install_bin() {
+  local bin=$ROOT/target/release/launchguard
+  [ -x "$bin" ] || die "$bin not built: run 'cargo build --release -p launchguard' first"
+  install -m 755 "$bin" /usr/local/bin/launchguard.tmp && mv -f /usr/local/bin/launchguard.tmp /usr/local/bin/launchguard
+  log "installed /usr/local/bin/launchguard ($(/usr/local/bin/launchguard --version))"
+}
+
+# agent-up: the node agent without systemd (this machine has none as PID 1): `launchguard agent` in its
+# own session, its log in $AGENT_LOG, its pid in $AGENT_PID; waits until its socket answers.
+AGENT_PID=/run/launchguard-agent.pid
+AGENT_LOG=/var/log/launchguard-agent.log
+AGENT_SOCK=/run/launchguard/agent.sock
+agent_up() {
+  [ -z "$R" ] || die "agent-up runs the agent for the host cluster only"
+  install_bin
+  stop_pidfile "$AGENT_PID"
+  rm -f "$AGENT_SOCK"  # a socket left by a killed agent would read as "up" below
+  setsid /usr/local/bin/launchguard agent </dev/null >>"$AGENT_LOG" 2>&1 &
+  echo $! > "$AGENT_PID"
+  local i
+  for i in $(seq 100); do
+    [ -S "$AGENT_SOCK" ] && break
+    pid_alive "$AGENT_PID" || { tail -n 5 "$AGENT_LOG" >&2; die "launchguard agent exited (log: $AGENT_LOG)"; }
+    sleep 0.1
+  done
+  [ -S "$AGENT_SOCK" ] || die "launchguard agent did not open $AGENT_SOCK within 10 s (log: $AGENT_LOG)"
+  log "launchguard agent running (pid $(cat "$AGENT_PID"), log $AGENT_LOG); 'launchguard status' asks it"
+}
+
 case "${1:-}" in
   up)
     [ -z "$R" ] && install_packages
@@ -242,6 +298,7 @@ case "${1:-}" in
     ;;
   down)
     rm -f "$R$DROPIN"
+    [ -n "$R" ] || stop_pidfile "$AGENT_PID"
     stop_pidfile "$R/run/slurmd.pid"
     stop_pidfile "$R/run/slurmctld.pid"
     if [ -n "$R" ]; then
@@ -253,7 +310,9 @@ case "${1:-}" in
     fi
     ;;
   status)
-    for f in "$R/run/slurmctld.pid" "$R/run/slurmd.pid"; do
+    pids=("$R/run/slurmctld.pid" "$R/run/slurmd.pid")
+    [ -n "$R" ] || pids+=("$AGENT_PID")
+    for f in "${pids[@]}"; do
       if pid_alive "$f"; then echo "$f: running ($(cat "$f"))"; else echo "$f: not running"; fi
     done
     on sinfo -N -o '%N %T %G' 2>/dev/null || true
@@ -268,6 +327,15 @@ case "${1:-}" in
   remove-plugin)
     rm -f "$R$DROPIN"
     ;;
+  install-bin)
+    install_bin
+    ;;
+  agent-up)
+    agent_up
+    ;;
+  agent-down)
+    stop_pidfile "$AGENT_PID"
+    ;;
   *)
-    echo "usage: [LG_CLUSTER=host|trixie] $0 up|down|status|build-plugin|install-plugin [args…]|remove-plugin" >&2; exit 2 ;;
+    echo "usage: [LG_CLUSTER=host|trixie] $0 up|down|status|build-plugin|install-plugin [args…]|remove-plugin|install-bin|agent-up|agent-down" >&2; exit 2 ;;
 esac

@@ -9,8 +9,12 @@ ROOT=$(pwd)
 scripts/cluster.sh up
 echo "demo: building spank_launchguard.so and launchguard (cargo build --release)" >&2
 cargo build --release --quiet -p spank-launchguard -p launchguard
+scripts/cluster.sh agent-up   # launchguard on PATH, and its node agent (no systemd here) receiving the launches' reports
 
 JOBDIR=/tmp/lg-demo; mkdir -p $JOBDIR; chmod 1777 $JOBDIR
+
+# Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then B=$'\033[1m' D=$'\033[2m' H=$'\033[1;34m' N=$'\033[0m'; else B="" D="" H="" N=""; fi
 
 shown() {  # the command as a user would type it: quote only words that need it
   local out="" w
@@ -22,17 +26,17 @@ shown() {  # the command as a user would type it: quote only words that need it
 
 show() {  # show 'what this launch is' cmd…   — runs as lgtest in /tmp, prints output and exit code
   local title=$1; shift
-  printf '\n\033[1m# %s\033[0m\n$ %s\n' "$title" "${SHOWCMD:-$(shown "$@")}"
+  printf '\n%s# %s%s\n$ %s\n' "$B" "$title" "$N" "${SHOWCMD:-$(shown "$@")}"
   set +e
   (cd /tmp && runuser -u lgtest -- "$@" 2>&1 | sed 's/^/  /')
   local rc=${PIPESTATUS[0]}
   set -e
-  printf '  \033[2m→ %s exit %s\033[0m\n' "${EXITOF:-$1}" "$rc"
+  printf '  %s→ %s exit %s%s\n' "$D" "${EXITOF:-$1}" "$rc" "$N"
 }
 
 mode() {
   scripts/cluster.sh install-plugin "$@" 2>/dev/null
-  printf '\n\033[1;34m== plugstack: %s\033[0m\n' "$(cat /etc/slurm/plugstack.conf.d/50-launchguard.conf)"
+  printf '\n%s== plugstack: %s%s\n' "$H" "$(cat /etc/slurm/plugstack.conf.d/50-launchguard.conf)" "$N"
 }
 
 cat > $JOBDIR/train.sh <<'JOB'
@@ -56,10 +60,16 @@ mode mode=warn
 show "Warn mode: the same GPU step runs, with one line of advice" srun --gres=gpu:1 echo training
 show "Warn mode: the export mistake reaches Slurm's own error" srun --export=FOO=1 hostname
 
-printf '\n\033[1mValidate a plugstack line without touching srun:\033[0m\n$ launchguard check-args "mode=enforce cpus_per_task=wran"\n'
-set +e; "$ROOT/target/release/launchguard" check-args "mode=enforce cpus_per_task=wran" 2>&1 | sed 's/^/  /'; printf '  \033[2m→ exit %s\033[0m\n' "${PIPESTATUS[0]}"; set -e
+printf '\n%sValidate a plugstack line without touching srun:%s\n$ launchguard check-args "mode=enforce cpus_per_task=wran"\n' "$B" "$N"
+set +e; launchguard check-args "mode=enforce cpus_per_task=wran" 2>&1 | sed 's/^/  /'; printf '  %s→ exit %s%s\n' "$D" "${PIPESTATUS[0]}" "$N"; set -e
 
 scripts/cluster.sh install-plugin mode=warn 2>/dev/null
+
+printf '\n%sThe node agent has been receiving these launches:%s\n$ launchguard status\n' "$B" "$N"
+set +e; launchguard status --limit 5 2>&1 | sed 's/^/  /'; printf '  %s→ exit %s%s\n' "$D" "${PIPESTATUS[0]}" "$N"; set -e
 echo
-echo "demo: done. The cluster is still up with launchguard in warn mode; try srun yourself as 'runuser -u lgtest -- srun …'," >&2
-echo "      or stop it with scripts/cluster.sh down." >&2
+echo "demo: done. Left running: the cluster, with launchguard in warn mode (/etc/slurm/plugstack.conf.d/50-launchguard.conf)," >&2
+echo "      and the agent without systemd (scripts/cluster.sh agent-up; log /var/log/launchguard-agent.log);" >&2
+echo "      launchguard is on PATH (/usr/local/bin/launchguard, built at target/release/launchguard)." >&2
+echo "      Try srun yourself as 'runuser -u lgtest -- srun …', 'launchguard status', 'launchguard check';" >&2
+echo "      stop everything with scripts/cluster.sh down." >&2

@@ -34,6 +34,7 @@
 # Must run as root. Installs iproute2/util-linux if missing. Never kills daemons by name: only through
 # their pid files.
 set -euo pipefail
+. "$(dirname "$0")/lib/apt.sh"
 
 D=${LG_MN_DIR:-/run/lg-mn}
 BR=lgmnbr0
@@ -67,8 +68,8 @@ install_packages() {
   command -v srun >/dev/null || need+=(slurm-client)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]} (apt-get)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    apt_get update
+    apt_get install "${need[@]}"
   fi
 }
 

@@ -17,6 +17,7 @@
 # otherwise compared before and after. Prints one `test result:` line in cargo's format, which
 # scripts/test.sh counts. Exits 1 if any check failed.
 set -euo pipefail
+. "$(dirname "$0")/lib/apt.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 [ "$(id -u)" = 0 ] || { echo "test-package: run as root (dpkg -i, srun, /etc/slurm)" >&2; exit 2; }
@@ -86,8 +87,8 @@ command -v cpio >/dev/null || need+=(cpio)
 command -v man >/dev/null || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-package: installing ${need[*]} (apt-get)" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${need[@]}" >/dev/null
+  apt_get update
+  apt_get install "${need[@]}"
 fi
 
 # The one-node cluster must be up (scripts/test.sh starts it; standalone runs start it here).
@@ -182,7 +183,7 @@ run analyze-verify systemd-analyze verify "$UNIT"
 check "systemd-analyze verify $UNIT: no output, rc 0" \
   bash -c "[ $(rc analyze-verify) = 0 ] && ! [ -s '$WORK/analyze-verify.out' ] && ! [ -s '$WORK/analyze-verify.err' ]"
 set +e; systemd-analyze security --offline=yes "$UNIT" >"$WORK/security.out" 2>&1; set -e
-grep -E '✗|Overall' "$WORK/security.out" | sed 's/^/    | /'
+grep -E 'Overall exposure' "$WORK/security.out" | sed 's/^/    | /'
 exposure=$(sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) .*/\1/p' "$WORK/security.out")
 check "systemd-analyze security: exposure ${exposure:-?} is at most 3.0 (OK)" \
   awk -v e="${exposure:-99}" 'BEGIN { exit !(e <= 3.0) }'

@@ -33,8 +33,13 @@ pub struct Args {
 pub fn ask(socket: &std::path::Path, request: &str) -> Result<String, String> {
     let mut s = UnixStream::connect(socket).map_err(|e| {
         format!(
-            "cannot reach the agent at {}: {e} (is launchguard-agent.service running? status needs root)",
-            socket.display()
+            "cannot reach the agent at {}: {e}; {}",
+            socket.display(),
+            unreachable_hint(
+                e.kind(),
+                std::path::Path::new("/run/systemd/system").is_dir(),
+                nix::unistd::geteuid().is_root()
+            )
         )
     })?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(15)));
@@ -49,6 +54,24 @@ pub fn ask(socket: &std::path::Path, request: &str) -> Result<String, String> {
         return Err("the agent closed the connection without answering".into());
     }
     Ok(line)
+}
+
+/// What to do when the agent's socket cannot be reached: the advice depends on whether systemd runs
+/// this machine (`/run/systemd/system` exists, the test sd_booted(3) uses) and on who asks.
+fn unreachable_hint(kind: std::io::ErrorKind, systemd: bool, root: bool) -> String {
+    if kind == std::io::ErrorKind::PermissionDenied && !root {
+        return "the socket's mode shuts this user out; run `launchguard status` as root".into();
+    }
+    let start = if systemd {
+        "start it with `systemctl enable --now launchguard-agent` (and see `journalctl -u launchguard-agent`)"
+    } else {
+        "this machine has no systemd: start it with `launchguard agent &` as root (or `setsid launchguard agent </dev/null >>/var/log/launchguard-agent.log 2>&1 &`)"
+    };
+    if root {
+        format!("the agent is not running; {start}")
+    } else {
+        format!("the agent is not running, or you are not root; {start}")
+    }
 }
 
 /// Runs `status`: exit code = the agent's last check status (0–3), 3 when the agent cannot be asked.
@@ -139,4 +162,28 @@ pub fn run(a: &Args) -> ExitCode {
         );
     }
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unreachable_hint;
+    use std::io::ErrorKind;
+
+    #[test]
+    fn hint_follows_the_machine_and_the_user() {
+        let no_systemd = unreachable_hint(ErrorKind::NotFound, false, true);
+        assert!(no_systemd.contains("no systemd"), "{no_systemd}");
+        assert!(no_systemd.contains("launchguard agent"), "{no_systemd}");
+        assert!(!no_systemd.contains("systemctl"), "{no_systemd}");
+        let systemd = unreachable_hint(ErrorKind::ConnectionRefused, true, true);
+        assert!(
+            systemd.contains("systemctl enable --now launchguard-agent"),
+            "{systemd}"
+        );
+        assert!(!systemd.contains("not root"), "{systemd}");
+        let user = unreachable_hint(ErrorKind::PermissionDenied, true, false);
+        assert!(user.contains("as root"), "{user}");
+        let user_down = unreachable_hint(ErrorKind::NotFound, true, false);
+        assert!(user_down.contains("or you are not root"), "{user_down}");
+    }
 }

@@ -2,6 +2,7 @@
 //! non-root `lgtest`) arriving in `launchguard status`, peer-credential attribution, hostile clients
 //! (forged uid, garbage, overlong lines, connection floods) counted and harmless, the Prometheus
 //! textfile, and srun going on unharmed when the agent is killed or wedged (SIGSTOP).
+#![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 mod common;
 use common::*;

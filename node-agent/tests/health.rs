@@ -1,6 +1,7 @@
 //! `launchguard health` against the real slurmctld: drains on a CRITICAL finding with a
 //! `launchguard:` reason, resumes only what it drained, never touches someone else's drain, never
 //! drains on UNKNOWN, and `--dry-run` changes nothing.
+#![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 mod common;
 use common::*;

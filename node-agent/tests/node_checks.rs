@@ -3,6 +3,7 @@
 //! private mount + UTS namespace with its own /etc/hosts); RealMemory above the hardware; the pmix
 //! plugin without its library (hidden in a mount namespace, where srun itself fails the same way);
 //! enroot's runtime directory missing; a required plugstack line to a missing .so; a hung check.
+#![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 mod common;
 use common::*;

@@ -7,6 +7,7 @@
 //!
 //! Needs root and `cargo build --release -p launchguard` first (scripts/test.sh does both). The tests
 //! share the cluster, so they take a lock and run one at a time.
+#![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

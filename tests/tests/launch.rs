@@ -2,6 +2,7 @@
 //!
 //! Needs `scripts/cluster.sh up` (root) and `cargo build --release -p spank-launchguard`;
 //! `scripts/test.sh` does both. The cluster has 2 fake GPUs (`--gres=gpu:N` gives a GPU step).
+#![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 use launchguard_tests::{
     lock, no_plugstack, plugstack, plugstack_line, run, sbatch, srun, As, Run, LOGIN_CONF,

@@ -2,6 +2,7 @@
 //! inside the step (real cgroup v1 device rules, and a container-like mount namespace made by the
 //! test-only plugin `tests/spank-hide/lgtest_hide.c` listed before launchguard), and the NCCL
 //! environment per fabric.
+#![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 use launchguard_tests::{
     host_path, lock, node_name, plugstack, plugstack_with_hider, rootfs, run, srun, As, Run,
