@@ -90,7 +90,11 @@ pub fn run(a: &Args) -> ExitCode {
         println!("{}", line.trim_end());
         return ExitCode::from(code);
     }
-    println!("agent {} up {} s", reply.version, reply.uptime_secs);
+    println!("agent {} up {}", reply.version, duration(reply.uptime_secs));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     match &reply.last_check {
         Some(r) => print_table(r, false),
         None => println!("no check run yet"),
@@ -129,8 +133,8 @@ pub fn run(a: &Args) -> ExitCode {
         };
         let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
         println!(
-            "{:>10}  job {:<12} uid {:<6} {:<5} {:<9} {}",
-            s.received,
+            "{}  job {:<12} uid {:<6} {:<5} {:<9} {}",
+            when(s.received, now),
             job,
             r.uid,
             r.phase,
@@ -139,4 +143,70 @@ pub fn run(a: &Args) -> ExitCode {
         );
     }
     ExitCode::from(code)
+}
+
+/// A duration as people read it: `42 s`, `5 min 3 s`, `2 h 5 min`, `3 d 4 h`.
+pub fn duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d} d {h} h")
+    } else if h > 0 {
+        format!("{h} h {m} min")
+    } else if m > 0 {
+        format!("{m} min {s} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// A report's arrival time: UTC date and time, and how long ago (`2026-12-01 02:41:07Z (3 min 2 s ago)`).
+pub fn when(epoch: u64, now: u64) -> String {
+    let ago = if now >= epoch {
+        format!("{} ago", duration(now - epoch))
+    } else {
+        "in the future: clock changed".into()
+    };
+    format!("{} ({ago})", utc(epoch))
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SSZ` (UTC; the proleptic Gregorian calendar, days to
+/// civil date by H. Hinnant's `civil_from_days`).
+pub fn utc(epoch: u64) -> String {
+    let days = (epoch / 86_400) as i64;
+    let rem = epoch % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_dates_and_ages() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00Z");
+        assert_eq!(utc(1_796_092_867), "2026-12-01 02:41:07Z");
+        assert_eq!(duration(42), "42 s");
+        assert_eq!(duration(303), "5 min 3 s");
+        assert_eq!(duration(7_500), "2 h 5 min");
+        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3 d 4 h");
+        assert_eq!(
+            when(1_796_092_867, 1_796_093_049),
+            "2026-12-01 02:41:07Z (3 min 2 s ago)"
+        );
+    }
 }

@@ -108,6 +108,34 @@ pub fn report_line(policy: &Policy, v: &Verdict) -> String {
     r.to_json_line()
 }
 
+/// The JSON line of a notice about a step that the user was not shown (action `allowed`), e.g.
+/// `node.plugstack.order` for a container step judged before Pyxis entered the container.
+pub fn notice_line(
+    policy: &Policy,
+    job: u64,
+    step: u64,
+    uid: u32,
+    id: &str,
+    message: &str,
+) -> String {
+    Report {
+        v: VERSION,
+        phase: "task".into(),
+        job: Some(job),
+        step: Some(step),
+        uid,
+        node: node_name(),
+        mode: policy.mode.as_str().into(),
+        action: "allowed".into(),
+        findings: vec![ReportFinding {
+            id: id.into(),
+            severity: "warning".into(),
+            message: launchguard_core::finding::clip(message, 1000),
+        }],
+    }
+    .to_json_line()
+}
+
 /// Sends a report when the policy names an agent socket; never fails the caller.
 pub fn report(policy: &Policy, v: &Verdict) {
     if let Some(path) = policy.agent_socket.as_deref() {

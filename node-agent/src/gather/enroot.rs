@@ -127,5 +127,21 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
         tmpfiles: dir.as_deref().is_some_and(tmpfiles_has),
         storage,
         efa: has_efa(),
+        plugin_repairs: plugin_repairs(ctx),
     }
+}
+
+/// Whether plugstack lists launchguard with `enroot_runtime` on and `enroot_repair=yes`.
+fn plugin_repairs(ctx: &Ctx) -> bool {
+    use launchguard_core::{policy::parse_args, CheckKind, Mode};
+    let Ok(entries) = super::plugstack::gather(ctx).entries else {
+        return false;
+    };
+    entries
+        .iter()
+        .find(|(e, _)| e.path.rsplit('/').next() == Some("spank_launchguard.so"))
+        .is_some_and(|(e, _)| {
+            let (p, _) = parse_args(&e.args);
+            p.enroot_repair && p.mode_for(CheckKind::EnrootRuntime) != Mode::Off
+        })
 }
