@@ -149,6 +149,31 @@ mod tests {
     use std::io::Read;
 
     #[test]
+    fn a_blind_step_notice_is_one_allowed_task_report_with_the_finding() {
+        let (policy, _) = launchguard_core::policy::parse_args(&["mode=warn"]);
+        let line = notice_line(
+            &policy,
+            15,
+            0,
+            1001,
+            "node.plugstack.order",
+            "launchguard: x \"y\"",
+        );
+        assert!(
+            line.ends_with("}\n") && line.matches('\n').count() == 1,
+            "{line}"
+        );
+        for want in [
+            "\"phase\":\"task\"",
+            "\"job\":15,\"step\":0,\"uid\":1001",
+            "\"action\":\"allowed\"",
+            "\"id\":\"node.plugstack.order\",\"severity\":\"warning\",\"message\":\"launchguard: x \\\"y\\\"\"",
+        ] {
+            assert!(line.contains(want), "{want} in {line}");
+        }
+    }
+
+    #[test]
     fn a_missing_socket_fails_fast_and_quietly() {
         let t = std::time::Instant::now();
         assert!(send_line("/nonexistent/launchguard.sock", "x\n").is_err());
