@@ -87,9 +87,9 @@ EOF
 gzip -9n <CHANGELOG.md >"$STAGE/deb/changelog.gz"
 # One plugstack snippet, two plugin directories: Debian's multiarch slurm-wlm/ and RHEL's lib64/slurm/.
 sed 's|/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so|/usr/lib64/slurm/spank_launchguard.so|' \
-  packaging/50-launchguard.conf > "$STAGE/rpm/50-launchguard.conf"
-grep -q '^required /usr/lib64/slurm/spank_launchguard.so' "$STAGE/rpm/50-launchguard.conf" ||
-  die "packaging/50-launchguard.conf does not name /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so"
+  packaging/zz-launchguard.conf > "$STAGE/rpm/zz-launchguard.conf"
+grep -q '^required /usr/lib64/slurm/spank_launchguard.so' "$STAGE/rpm/zz-launchguard.conf" ||
+  die "packaging/zz-launchguard.conf does not name /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so"
 # cargo-deb strips what it packages; cargo-generate-rpm does not. --strip-unneeded keeps the .so's
 # dynamic symbols (slurm_spank_init_post_opt…, plugin_name, plugin_version).
 strip --strip-unneeded -o "$STAGE/rpm/launchguard" "$BIN"

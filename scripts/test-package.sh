@@ -24,7 +24,7 @@ cd "$ROOT"
 
 PKG=launchguard
 SO=/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so
-SNIPPET=/usr/share/launchguard/plugstack.conf.d/50-launchguard.conf
+SNIPPET=/usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf
 UNIT=/lib/systemd/system/launchguard-agent.service
 DROPDIR=/etc/slurm/plugstack.conf.d
 DROPIN=$DROPDIR/50-launchguard.conf
@@ -140,7 +140,7 @@ check "the .rpm's .so exports the SPANK symbols after stripping" \
 awk '/^preuninstall scriptlet/ { on = 1; next } /^[a-z]+ scriptlet/ { on = 0 } on' "$WORK/rpm.scripts" |
   sed "s|^REFS=.*|REFS=$WORK/rpmroot/usr/share/launchguard/plugstack-refs|" >"$WORK/preun.sh"
 mkdir -p "$WORK/fake-dropdir" "$WORK/empty-dropdir"
-ln -s "$WORK/rpmroot$SNIPPET" "$WORK/fake-dropdir/50-launchguard.conf"
+ln -s "$WORK/rpmroot$SNIPPET" "$WORK/fake-dropdir/zz-launchguard.conf"
 # shellcheck disable=SC2016 # $1.. expand in the inner sh
 preun() { # preun DROPDIR ARG
   unshare -m sh -c 'mount --bind "$1" /etc/slurm/plugstack.conf.d && sh "$2" "$3"' sh "$1" "$WORK/preun.sh" "$2"

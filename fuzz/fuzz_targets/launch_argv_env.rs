@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(!f.to_string().contains('\n'));
             }
         }
-        for f in export::check_allocation(&p, Some(&p), &lookup) {
+        for f in export::check_allocation(tool, &p, Some(&p), &lookup) {
             assert!(!f.to_string().contains('\n'));
         }
     }

@@ -54,6 +54,13 @@ impl Counters {
         let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
         self.accepted[i].fetch_add(1, Ordering::Relaxed);
     }
+    /// Takes back one count of an action (a launch judged again later, counted under its worst verdict).
+    fn unaccept(&self, action: &str) {
+        let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
+        let _ = self.accepted[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            Some(n.saturating_sub(1))
+        });
+    }
     /// `(action, count)`.
     pub fn accepted(&self) -> Vec<(&'static str, u64)> {
         ACTIONS
@@ -107,7 +114,46 @@ pub struct Shared {
     textfile: Mutex<std::path::PathBuf>,
     /// Each check's status at the last run, to log changes.
     prev: Mutex<HashMap<String, String>>,
+    /// The action each launch is counted under, by `(node, job, step)`: slurmstepd reports a step in
+    /// its root phase (`step`, always) and again in its task phase (`task`, with findings), and the
+    /// launch must be counted once, under its worst action. Cleared when it reaches [`LAUNCH_KEYS`].
+    counted: Mutex<HashMap<(String, u64, u64), &'static str>>,
     cfg: Reports,
+}
+
+/// Most launches remembered for counting (about 100 bytes each).
+const LAUNCH_KEYS: usize = 16_384;
+
+/// The counting decision for one report of launch `key`: `(count to take back, count to add)`.
+fn tally(
+    m: &mut HashMap<(String, u64, u64), &'static str>,
+    key: (String, u64, u64),
+    action: &'static str,
+) -> (Option<&'static str>, Option<&'static str>) {
+    if m.len() >= LAUNCH_KEYS {
+        m.clear();
+    }
+    match m.get(&key).copied() {
+        None => {
+            m.insert(key, action);
+            (None, Some(action))
+        }
+        Some(prev) if gravity(action) > gravity(prev) => {
+            m.insert(key, action);
+            (Some(prev), Some(action))
+        }
+        Some(_) => (None, None),
+    }
+}
+
+/// Order of actions by gravity (`other` never replaces a counted action).
+fn gravity(action: &str) -> u8 {
+    match action {
+        "rejected" => 3,
+        "warned" => 2,
+        "allowed" => 1,
+        _ => 0,
+    }
 }
 
 /// Requests a client may send (one JSON object per line, selected by `"kind"`).
@@ -219,6 +265,7 @@ impl Shared {
             conns: Mutex::new(HashMap::new()),
             textfile: Mutex::new(std::path::PathBuf::new()),
             prev: Mutex::new(HashMap::new()),
+            counted: Mutex::new(HashMap::new()),
             cfg,
         })
     }
@@ -354,7 +401,7 @@ impl Shared {
                 r.findings.first().map(|f| f.message.as_str()).unwrap_or("")
             ),
         }
-        self.counters.accept(&r.action);
+        self.count(r);
         let ring = if s.peer_uid == 0 {
             &self.history
         } else {
@@ -365,6 +412,30 @@ impl Shared {
             h.pop_front();
         }
         h.push_back(s);
+    }
+
+    /// Counts a report: once per launch (`node`, `job`, `step`) under its worst action, so that a step
+    /// allowed in the root phase and rejected in the task phase counts as one rejection.
+    fn count(&self, r: &Report) {
+        let (Some(job), Some(step), true) =
+            (r.job, r.step, matches!(r.phase.as_str(), "step" | "task"))
+        else {
+            self.counters.accept(&r.action);
+            return;
+        };
+        let action: &'static str = ACTIONS
+            .iter()
+            .find(|a| **a == r.action)
+            .copied()
+            .unwrap_or("other");
+        let mut m = self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        let (take_back, add) = tally(&mut m, (r.node.clone(), job, step), action);
+        if let Some(a) = take_back {
+            self.counters.unaccept(a);
+        }
+        if let Some(a) = add {
+            self.counters.accept(a);
+        }
     }
 
     /// The status answer: the last `limit` reports (at most `history`).
@@ -686,6 +757,28 @@ mod tests {
             read_line_bounded(&mut r, &mut buf, 10).await.unwrap(),
             LineRead::Eof
         ));
+    }
+
+    #[test]
+    fn a_launch_is_counted_once_under_its_worst_action() {
+        let mut m = HashMap::new();
+        let k = |j: u64| ("n".to_string(), j, 0);
+        // root phase allowed, task phase rejected: one rejection
+        assert_eq!(tally(&mut m, k(1), "allowed"), (None, Some("allowed")));
+        assert_eq!(
+            tally(&mut m, k(1), "rejected"),
+            (Some("allowed"), Some("rejected"))
+        );
+        // warned twice (root and task phase): one warning
+        assert_eq!(tally(&mut m, k(2), "warned"), (None, Some("warned")));
+        assert_eq!(tally(&mut m, k(2), "warned"), (None, None));
+        // a later, milder report changes nothing
+        assert_eq!(tally(&mut m, k(1), "allowed"), (None, None));
+        // another node's report of the same step is its own launch
+        assert_eq!(
+            tally(&mut m, ("m".to_string(), 1, 0), "allowed"),
+            (None, Some("allowed"))
+        );
     }
 
     #[test]

@@ -113,7 +113,11 @@ pub fn run(a: &Args) -> ExitCode {
         println!("{}", line.trim_end());
         return ExitCode::from(code);
     }
-    println!("agent {} up {} s", reply.version, reply.uptime_secs);
+    println!("agent {} up {}", reply.version, duration(reply.uptime_secs));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     match &reply.last_check {
         Some(r) => print_table(r, false),
         None => println!("no check run yet"),
@@ -152,8 +156,8 @@ pub fn run(a: &Args) -> ExitCode {
         };
         let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
         println!(
-            "{:>10}  job {:<12} uid {:<6} {:<5} {:<9} {}",
-            s.received,
+            "{}  job {:<12} uid {:<6} {:<5} {:<9} {}",
+            when(s.received, now),
             job,
             r.uid,
             r.phase,
@@ -164,10 +168,55 @@ pub fn run(a: &Args) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// A duration as people read it: `42 s`, `5 min 3 s`, `2 h 5 min`, `3 d 4 h`.
+pub fn duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d} d {h} h")
+    } else if h > 0 {
+        format!("{h} h {m} min")
+    } else if m > 0 {
+        format!("{m} min {s} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// A report's arrival time: UTC date and time, and how long ago (`2026-12-01T02:41:07Z (3 min 2 s ago)`).
+pub fn when(epoch: u64, now: u64) -> String {
+    let ago = if now >= epoch {
+        format!("{} ago", duration(now - epoch))
+    } else {
+        "in the future: clock changed".into()
+    };
+    format!("{} ({ago})", utc(epoch))
+}
+
+/// Seconds since the epoch as RFC 3339 UTC, to the second (`2026-12-01T02:41:07Z`).
+pub fn utc(epoch: u64) -> String {
+    humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + std::time::Duration::from_secs(epoch))
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::unreachable_hint;
+    use super::*;
     use std::io::ErrorKind;
+
+    #[test]
+    fn times_read_as_dates_and_ages() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_796_092_867), "2026-12-01T02:41:07Z");
+        assert_eq!(duration(42), "42 s");
+        assert_eq!(duration(303), "5 min 3 s");
+        assert_eq!(duration(7_500), "2 h 5 min");
+        assert_eq!(duration(3 * 86_400 + 4 * 3600), "3 d 4 h");
+        assert_eq!(
+            when(1_796_092_867, 1_796_093_049),
+            "2026-12-01T02:41:07Z (3 min 2 s ago)"
+        );
+    }
 
     #[test]
     fn hint_follows_the_machine_and_the_user() {

@@ -270,6 +270,57 @@ fn enroot_runtime_dir_missing_is_critical_and_1777_is_fine() {
     assert_eq!(status_of(&rep, "node.enroot.run_dir"), "critical");
     assert!(message_of(&rep, "node.enroot.run_dir").contains("install -d -m 1777"));
     assert_eq!(code, 2);
+    // launchguard listed with enroot_repair=yes (its default) for this enroot.conf: it repairs the
+    // directory at the next container launch, so a warning (health drains only for critical).
+    let ps = d.join("plugstack.conf");
+    let slurm_conf = d.join("slurm.conf");
+    let real = std::fs::read_to_string("/etc/slurm/slurm.conf").unwrap();
+    let text: String = real
+        .lines()
+        .filter(|l| !l.starts_with("PlugStackConfig"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(
+        &slurm_conf,
+        format!("{text}PlugStackConfig={}\n", ps.display()),
+    )
+    .unwrap();
+    let with_plugin = |args: &str| {
+        std::fs::write(
+            &ps,
+            format!(
+                "required {} {args}\n",
+                launchguard_tests::built_plugin().display()
+            ),
+        )
+        .unwrap();
+        config(
+            &d,
+            &format!(
+                "slurm_conf = \"{}\"\n[enroot]\nconf = \"{}\"\n",
+                slurm_conf.display(),
+                conf.display()
+            ),
+        )
+    };
+    let cfg2 = with_plugin(&format!("enroot_conf={}", conf.display()));
+    let (code, rep) = check(&cfg2, &["node.enroot.run_dir"]);
+    assert_eq!(status_of(&rep, "node.enroot.run_dir"), "warning", "{rep}");
+    assert!(message_of(&rep, "node.enroot.run_dir")
+        .contains("repairs it as root at the next container launch"));
+    assert_eq!(code, 1);
+    // repair off, or the plugin reading another enroot.conf: critical again
+    for args in [
+        format!("enroot_conf={} enroot_repair=no", conf.display()),
+        String::new(),
+    ] {
+        let (_, rep) = check(&with_plugin(&args), &["node.enroot.run_dir"]);
+        assert_eq!(
+            status_of(&rep, "node.enroot.run_dir"),
+            "critical",
+            "{args}: {rep}"
+        );
+    }
     std::fs::create_dir_all(&run).unwrap();
     cmd(&["chmod", "1777", run.to_str().unwrap()]);
     let (code, rep) = check(&cfg, &["node.enroot.run_dir"]);

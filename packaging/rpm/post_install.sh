@@ -8,6 +8,6 @@ if [ -d /run/systemd/system ]; then
 fi
 if [ "$1" -eq 1 ]; then
 	echo "launchguard: installed; to turn it on, on every node and login node:"
-	echo "launchguard:   ln -s /usr/share/launchguard/plugstack.conf.d/50-launchguard.conf /etc/slurm/plugstack.conf.d/"
+	echo "launchguard:   ln -s /usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf /etc/slurm/plugstack.conf.d/"
 	echo "launchguard:   systemctl enable --now launchguard-agent.service"
 fi

@@ -9,7 +9,7 @@ if [ "$1" -eq 0 ]; then
 		if ! refs=$("$REFS" "$SO"); then
 			echo "launchguard: not removed: plugstack still loads $SO, and a plugstack line naming a missing .so fails every srun on this node:" >&2
 			printf '%s\n' "$refs" | sed 's/^/launchguard:   /' >&2
-			echo "launchguard: delete these lines (or the link to /usr/share/launchguard/plugstack.conf.d/50-launchguard.conf) on this node first, then remove the package again" >&2
+			echo "launchguard: delete these lines (or the link to /usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf) on this node first, then remove the package again" >&2
 			exit 1
 		fi
 	else

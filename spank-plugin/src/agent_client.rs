@@ -108,6 +108,34 @@ pub fn report_line(policy: &Policy, v: &Verdict) -> String {
     r.to_json_line()
 }
 
+/// The JSON line of a notice about a step that the user was not shown (action `allowed`), e.g.
+/// `node.plugstack.order` for a container step judged before Pyxis entered the container.
+pub fn notice_line(
+    policy: &Policy,
+    job: u64,
+    step: u64,
+    uid: u32,
+    id: &str,
+    message: &str,
+) -> String {
+    Report {
+        v: VERSION,
+        phase: "task".into(),
+        job: Some(job),
+        step: Some(step),
+        uid,
+        node: node_name(),
+        mode: policy.mode.as_str().into(),
+        action: "allowed".into(),
+        findings: vec![ReportFinding {
+            id: id.into(),
+            severity: "warning".into(),
+            message: launchguard_core::finding::clip(message, 1000),
+        }],
+    }
+    .to_json_line()
+}
+
 /// Sends a report when the policy names an agent socket; never fails the caller.
 pub fn report(policy: &Policy, v: &Verdict) {
     if let Some(path) = policy.agent_socket.as_deref() {
@@ -119,6 +147,31 @@ pub fn report(policy: &Policy, v: &Verdict) {
 mod tests {
     use super::*;
     use std::io::Read;
+
+    #[test]
+    fn a_blind_step_notice_is_one_allowed_task_report_with_the_finding() {
+        let (policy, _) = launchguard_core::policy::parse_args(&["mode=warn"]);
+        let line = notice_line(
+            &policy,
+            15,
+            0,
+            1001,
+            "node.plugstack.order",
+            "launchguard: x \"y\"",
+        );
+        assert!(
+            line.ends_with("}\n") && line.matches('\n').count() == 1,
+            "{line}"
+        );
+        for want in [
+            "\"phase\":\"task\"",
+            "\"job\":15,\"step\":0,\"uid\":1001",
+            "\"action\":\"allowed\"",
+            "\"id\":\"node.plugstack.order\",\"severity\":\"warning\",\"message\":\"launchguard: x \\\"y\\\"\"",
+        ] {
+            assert!(line.contains(want), "{want} in {line}");
+        }
+    }
 
     #[test]
     fn a_missing_socket_fails_fast_and_quietly() {

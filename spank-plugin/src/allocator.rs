@@ -1,11 +1,13 @@
 //! sbatch and salloc (`init_post_opt`, allocator context): warns about an `--export` without `ALL`,
-//! which every srun inside the job inherits as `SLURM_EXPORT_ENV`. Never rejects: `--export=NONE` is
-//! a legitimate choice for the batch script itself.
+//! which every srun inside the job inherits as `SLURM_EXPORT_ENV`, and about an
+//! `sbatch --container-image` GPU script whose batch step gets one CPU. Never rejects: `--export=NONE`
+//! is a legitimate choice for the batch script itself.
 
 use crate::ffi::{self, Spank};
 use crate::gather;
 use launchguard_core::argv::{self, ParsedArgv, Tool};
-use launchguard_core::checks::{export, judge};
+use launchguard_core::checks::{cpus_per_task, export, judge};
+use launchguard_core::{CheckKind, Mode};
 
 /// Most bytes of a batch script read for `#SBATCH` lines.
 const MAX_SCRIPT: u64 = 256 * 1024;
@@ -24,11 +26,16 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         .then(|| parsed.operands.first())
         .flatten()
         .and_then(|path| script_directives(path));
-    let env = |n: &str| std::env::var(n).ok();
-    let verdict = judge(
-        export::check_allocation(tool, &parsed, script.as_ref(), &env),
-        &policy,
-    );
+    let env = crate::srun::ProcessEnv;
+    let mut findings = export::check_allocation(tool, &parsed, script.as_ref(), &env);
+    if tool == Tool::Sbatch && policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
+        findings.extend(cpus_per_task::check_batch_container(
+            &parsed,
+            script.as_ref(),
+            &env,
+        ));
+    }
+    let verdict = judge(findings, &policy);
     for f in &verdict.shown {
         ffi::log_user(&f.to_string());
     }

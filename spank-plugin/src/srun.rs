@@ -16,6 +16,23 @@ use launchguard_core::{CheckKind, Mode};
 pub const STOPPED: &str =
     "launchguard: this launch was stopped by the site's policy (enforce mode); fix what the line above says and run it again";
 
+/// srun's (or sbatch's) own environment, which can also list its variables' names (to say what
+/// `--export` without `ALL` leaves behind).
+pub struct ProcessEnv;
+
+impl launchguard_core::checks::env::Env for ProcessEnv {
+    fn get(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    fn names(&self) -> Vec<String> {
+        std::env::vars_os()
+            .take(65_536)
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect()
+    }
+}
+
 /// Runs the srun-side checks; `false` stops the launch.
 pub fn init_post_opt(sp: &Spank) -> bool {
     let Some(policy) = gather::client_policy(sp) else {
@@ -23,7 +40,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     };
     let argv = gather::own_argv();
     let parsed = argv::parse(Tool::Srun, &argv);
-    let env = |n: &str| std::env::var(n).ok();
+    let env = ProcessEnv;
     let release = gather::release(sp);
 
     let mut findings = vec![];

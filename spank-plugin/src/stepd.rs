@@ -57,6 +57,14 @@ static STATE: OnceLock<Option<StepState>> = OnceLock::new();
 /// at `task_init` means the task now runs in a container).
 static TIP_MNT_NS: OnceLock<Option<String>> = OnceLock::new();
 
+/// The step's `NCCL_*`/`FI_*` variables at `task_init_privileged`, before Pyxis's `task_init` imports
+/// the container's environment into the step (Pyxis `spank_import_container_env`): at `task_init`,
+/// a variable that is new or changed came from the image.
+static TIP_NCCL_ENV: OnceLock<Vec<(String, String)>> = OnceLock::new();
+
+/// The prefixes `launch.nccl_env` reads.
+const NCCL_PREFIXES: &[&str] = &["NCCL_", "FI_"];
+
 fn mnt_ns() -> Option<String> {
     std::fs::read_link("/proc/self/ns/mnt")
         .ok()
@@ -190,6 +198,9 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
         return false;
     }
     let _ = TIP_MNT_NS.set(mnt_ns());
+    if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
+        let _ = TIP_NCCL_ENV.set(sp.job_env_with_prefixes(NCCL_PREFIXES));
+    }
     let mut ok = true;
     let mut seen = st.cpus.shown.clone();
     if st.policy.mode_for(CheckKind::EnrootRuntime) != Mode::Off {
@@ -208,9 +219,9 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
 
 /// The step's verdict on this node, to the agent (root phase: every step; user phase: only findings).
 fn report(st: &StepState, phase: &str, shown: &[launchguard_core::Finding], reject: bool) {
-    let Some(path) = st.policy.agent_socket.as_deref() else {
+    if st.policy.agent_socket.is_none() {
         return;
-    };
+    }
     let v = crate::agent_client::Verdict {
         phase,
         job: Some(st.job),
@@ -219,23 +230,58 @@ fn report(st: &StepState, phase: &str, shown: &[launchguard_core::Finding], reje
         shown,
         reject,
     };
-    let line = crate::agent_client::report_line(&st.policy, &v);
+    send_report(st, phase, &crate::agent_client::report_line(&st.policy, &v));
+}
+
+/// Sends one report line: from the root phase on a new connection kept for the task phase, from the
+/// task phase on that kept connection (or the socket path when there is none).
+fn send_report(st: &StepState, phase: &str, line: &str) {
+    let Some(path) = st.policy.agent_socket.as_deref() else {
+        return;
+    };
     // The root phase connects and keeps the socket for the task phase: by then a Pyxis task runs in
     // the container's mount namespace, where the agent's socket path does not exist.
     if phase == "step" {
         if let Ok(s) = crate::agent_client::connect(path) {
-            let _ = crate::agent_client::send_on(&s, &line);
+            let _ = crate::agent_client::send_on(&s, line);
             let _ = AGENT_CONN.set(s);
         }
     } else {
         let kept = AGENT_CONN
             .get()
-            .map(|s| crate::agent_client::send_on(s, &line).is_ok());
+            .map(|s| crate::agent_client::send_on(s, line).is_ok());
         if kept != Some(true) {
             // No kept connection, or the agent cut it (a long container import): try the path.
-            let _ = crate::agent_client::send_line(path, &line);
+            let _ = crate::agent_client::send_line(path, line);
         }
     }
+}
+
+/// A container step whose `task_init` runs before Pyxis entered the container (launchguard listed
+/// before Pyxis): the image's environment and the container's `/dev` cannot be judged from here, and
+/// no later SPANK callback runs in the task before `execve` (slurmstepd calls `task_post_fork` before
+/// it releases the task, then nothing until `task_exit`). Says so once per step and node, in
+/// slurmd's log and to the agent; not to the user, who cannot change the plugstack.
+fn blind_step(st: &StepState) {
+    let line = format!(
+        "launchguard: node.plugstack.order: job {}.{} runs in a Pyxis container but launchguard is listed before Pyxis, \
+         so its task_init ran before Pyxis entered the container and the image's NCCL/FI variables and the container's devices were not judged; \
+         name launchguard's drop-in /etc/slurm/plugstack.conf.d/zz-launchguard.conf so it sorts after pyxis.conf",
+        st.job, st.step
+    );
+    ffi::log_info(&format!("{line} ({})", st.label));
+    send_report(
+        st,
+        "task",
+        &crate::agent_client::notice_line(
+            &st.policy,
+            st.job,
+            st.step,
+            st.uid,
+            "node.plugstack.order",
+            &line,
+        ),
+    );
 }
 
 /// The agent connection opened as root in `task_init_privileged` (local task 0), reused by
@@ -250,6 +296,12 @@ pub fn task_init(sp: &Spank) -> bool {
     };
     let mut findings = vec![];
     let mut seen = vec![];
+    let container = st.marker.as_ref().is_some_and(|m| m.container);
+    let before = TIP_MNT_NS.get().cloned().flatten();
+    let entered = before.is_some() && mnt_ns() != before;
+    if container && !entered && sp.get_number(NumItem::TaskLocalId) == Some(0) {
+        blind_step(st);
+    }
     if st.policy.mode_for(CheckKind::ExportAll) != Mode::Off {
         let step_env = StepEnv {
             has_path: sp.getenv("PATH").is_some(),
@@ -273,9 +325,14 @@ pub fn task_init(sp: &Spank) -> bool {
                     nccl_env::detect_fabric(&drivers)
                 }
             };
-            let vars = sp.job_env_with_prefixes(&["NCCL_", "FI_"]);
-            findings.extend(nccl_env::check(
+            let vars = sp.job_env_with_prefixes(NCCL_PREFIXES);
+            let from_image = match TIP_NCCL_ENV.get() {
+                Some(before) if container && entered => nccl_env::image_vars(before, &vars),
+                _ => vec![],
+            };
+            findings.extend(nccl_env::check_with_origin(
                 &vars,
+                &from_image,
                 fabric,
                 Some(&h.interfaces),
                 &h.nccl_rules,

@@ -22,6 +22,9 @@ pub const DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
 pub const HIDER_PATH: &str = "/usr/local/lib/launchguard/lgtest_hide.so";
 /// Its plugstack drop-in, ordered before launchguard's.
 pub const HIDER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/40-lgtest-hide.conf";
+/// Its drop-in ordered after launchguard's (launchguard's `task_init` runs first, as when launchguard
+/// is listed before Pyxis).
+pub const HIDER_AFTER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/60-lgtest-hide.conf";
 
 /// The non-root user the cluster script creates.
 pub const USER: &str = "lgtest";
@@ -120,6 +123,7 @@ fn setup() {
 /// removes the test-only hider.
 pub fn plugstack(args: &str) {
     let _ = std::fs::remove_file(host_path(HIDER_DROPIN));
+    let _ = std::fs::remove_file(host_path(HIDER_AFTER_DROPIN));
     plugstack_line(&format!("required {PLUGIN_PATH} {args}"));
 }
 
@@ -128,6 +132,15 @@ pub fn plugstack(args: &str) {
 pub fn plugstack_with_hider(hider_args: &str, args: &str) {
     plugstack(args);
     let dropin = host_path(HIDER_DROPIN);
+    let tmp = format!("{dropin}.tmp");
+    std::fs::write(&tmp, format!("required {HIDER_PATH} {hider_args}\n")).expect("write hider");
+    std::fs::rename(&tmp, &dropin).expect("rename hider");
+}
+
+/// Lists launchguard with `args`, then the test-only hider after it (`60-lgtest-hide.conf`).
+pub fn plugstack_with_hider_after(hider_args: &str, args: &str) {
+    plugstack(args);
+    let dropin = host_path(HIDER_AFTER_DROPIN);
     let tmp = format!("{dropin}.tmp");
     std::fs::write(&tmp, format!("required {HIDER_PATH} {hider_args}\n")).expect("write hider");
     std::fs::rename(&tmp, &dropin).expect("rename hider");
@@ -155,6 +168,7 @@ pub fn plugstack_line(line: &str) {
 /// Removes launchguard (and the test-only hider) from plugstack.
 pub fn no_plugstack() {
     let _ = std::fs::remove_file(host_path(HIDER_DROPIN));
+    let _ = std::fs::remove_file(host_path(HIDER_AFTER_DROPIN));
     let _ = std::fs::remove_file(host_path(DROPIN));
 }
 

@@ -5,8 +5,8 @@
 #![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
 use launchguard_tests::{
-    host_path, lock, node_name, plugstack, plugstack_with_hider, rootfs, run, srun, As, Run,
-    LOGIN_CONF,
+    host_path, lock, node_name, plugstack, plugstack_with_hider, plugstack_with_hider_after,
+    rootfs, run, srun, As, Run, LOGIN_CONF,
 };
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -361,4 +361,115 @@ fn admin_nccl_rules_extend_the_table() {
         1,
         "logged once per node: {log}"
     );
+}
+
+/// srun's environment that makes launchguard's srun side mark the step as a Pyxis container step
+/// without Pyxis loaded (the variable sbatch --container-image passes on to its sruns).
+const AS_CONTAINER: (&str, &str) = (
+    "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image",
+    "/img.sqsh",
+);
+
+/// What real Pyxis + enroot do (tests/tests/real_pyxis.rs, LG_PYXIS=1), reproduced by the stand-in
+/// so CI guards it: the image's environment imported in task_init, enroot's host /dev unless
+/// ENROOT_RESTRICT_DEV=y, and the callback order (stand-in listed before launchguard: launchguard
+/// judges the container; after: launchguard's task_init runs first and says it was blind).
+#[test]
+fn container_behaviours_of_real_pyxis_in_both_orders() {
+    let _g = lock();
+    if !hider_works() {
+        return;
+    }
+    let pyxis = "container restrict_dev env=NCCL_NET=IB";
+    // Pyxis first: the image's NCCL_NET is judged and named as the image's.
+    plugstack_with_hider(pyxis, "mode=enforce fabric=efa");
+    let r = run(
+        As::User,
+        &[AS_CONTAINER],
+        &["srun", "-c", "2", "echo", "ran"],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+    assert!(
+        r.findings()[0].starts_with(
+            "launchguard: launch.nccl_env: NCCL_NET=IB is set by the container image on this EFA node (rule efa.nccl_net_ib)"
+        ),
+        "{r:#?}"
+    );
+    assert!(
+        r.findings()[0].contains("srun --container-env=NCCL_NET"),
+        "{r:#?}"
+    );
+    // enroot's /dev is the host's without RESTRICT_DEV: the GPU is there, the step runs.
+    plugstack_with_hider("container restrict_dev", "mode=enforce");
+    let r = run(
+        As::User,
+        &[AS_CONTAINER],
+        &[
+            "srun",
+            "-c",
+            "2",
+            "--gres=gpu:1",
+            "sh",
+            "-c",
+            "ls /dev/fakegpu0",
+        ],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "/dev/fakegpu0\n"),
+        "{r:#?}"
+    );
+    assert!(r.findings().is_empty(), "{r:#?}");
+    // ENROOT_RESTRICT_DEV=y hides it: judged inside the container, stopped.
+    let r = run(
+        As::User,
+        &[AS_CONTAINER, ("ENROOT_RESTRICT_DEV", "y")],
+        &[
+            "srun",
+            "-c",
+            "2",
+            "--gres=gpu:1",
+            "sh",
+            "-c",
+            "ls /dev/fakegpu0",
+        ],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(
+        r.findings()[0].contains("'/dev/fakegpu0' not visible inside the container"),
+        "{r:#?}"
+    );
+    // launchguard first: nothing can be judged in the container; the program fails on its own and
+    // slurmd's log says the step was not judged, once.
+    plugstack_with_hider_after("container restrict_dev", "mode=enforce");
+    let mark = slurmd_log().len();
+    let r = run(
+        As::User,
+        &[AS_CONTAINER, ("ENROOT_RESTRICT_DEV", "y")],
+        &[
+            "srun",
+            "-c",
+            "2",
+            "--gres=gpu:1",
+            "sh",
+            "-c",
+            "ls /dev/fakegpu0",
+        ],
+    );
+    assert_ne!(r.code, 0, "{r:#?}");
+    assert!(r.findings().is_empty(), "{r:#?}");
+    let log = slurmd_log_since(mark);
+    assert_eq!(
+        log.matches("launchguard: node.plugstack.order: job ")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("were not judged; name launchguard's drop-in /etc/slurm/plugstack.conf.d/zz-launchguard.conf"), "{log}");
+    // A step without a container is never called blind.
+    let mark = slurmd_log().len();
+    let r = srun(As::User, &["-c", "2", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(!slurmd_log_since(mark).contains("node.plugstack.order"));
 }

@@ -442,9 +442,123 @@ pub fn check_step(
     }
 }
 
+/// `sbatch --container-image` (Pyxis) runs the batch script itself inside the container as the batch
+/// step, which gets the job's CPUs on its first node (sbatch(1), "--cpus-per-task"): one task and no
+/// `-c`, `--cpus-per-gpu`, `--mincpus` or `--exclusive` give it a single CPU (`SLURM_CPUS_ON_NODE=1`
+/// inside), so the GPU program the script starts shares one core with its data loaders and NCCL's
+/// threads. `argv` is sbatch's command line, `script` its `#SBATCH` lines; `env` sbatch's
+/// environment (`SBATCH_*` inputs, sbatch(1) "INPUT ENVIRONMENT VARIABLES"). A warning: sbatch never
+/// rejects.
+pub fn check_batch_container(
+    argv: &ParsedArgv,
+    script: Option<&ParsedArgv>,
+    env: &(impl Env + ?Sized),
+) -> Option<Finding> {
+    let either = |name: &str| argv.has(name) || script.is_some_and(|s| s.has(name));
+    if !(either("container-image") || either("container-name")) {
+        return None;
+    }
+    // GPUs: the command line wins over the script (sbatch(1)).
+    let gpus = [Some(argv), script]
+        .into_iter()
+        .flatten()
+        .any(|a| super::gpus::srun_gpu_request(a, &|_: &str| None::<String>).is_gpu())
+        || [
+            "SBATCH_GPUS",
+            "SBATCH_GPUS_PER_NODE",
+            "SBATCH_GPUS_PER_TASK",
+            "SBATCH_GRES",
+        ]
+        .iter()
+        .any(|v| {
+            env.get(v)
+                .is_some_and(|x| !x.is_empty() && !x.starts_with("none"))
+        });
+    if !gpus {
+        return None;
+    }
+    let more_cpus = [
+        "cpus-per-task",
+        "cpus-per-gpu",
+        "mincpus",
+        "exclusive",
+        "ntasks",
+        "ntasks-per-node",
+        "ntasks-per-gpu",
+        "tres-per-task",
+    ]
+    .iter()
+    .any(|o| either(o))
+        || [
+            "SBATCH_CPUS_PER_TASK",
+            "SBATCH_CPUS_PER_GPU",
+            "SBATCH_EXCLUSIVE",
+        ]
+        .iter()
+        .any(|v| env.get(v).is_some())
+        || argv.uncertain
+        || script.is_some_and(|s| s.uncertain);
+    if more_cpus {
+        return None;
+    }
+    Some(Finding {
+        check: CheckKind::CpusPerTask,
+        severity: Severity::Warning,
+        what: "sbatch --container-image runs the batch script in the container as the batch step, which gets 1 CPU here (one task, no -c): SLURM_CPUS_ON_NODE=1".into(),
+        why: "the GPU program the script starts shares that one core with its data loaders and NCCL's threads, so it runs several times slower with no error".into(),
+        fix: "add #SBATCH --cpus-per-task=N (N = the node's CPUs / GPUs, times the GPUs you ask for) or #SBATCH --cpus-per-gpu=N".into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_container_batch_script_with_gpus_and_no_cpus_is_told_its_one_cpu() {
+        use crate::argv::{parse, Tool};
+        let p = |a: &[&str]| {
+            parse(
+                Tool::Sbatch,
+                &a.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        let none: &[(&str, &str)] = &[];
+        let script = p(&["sbatch", "--container-image=img.sqsh", "--gres=gpu:1"]);
+        let f = check_batch_container(&p(&["sbatch", "job.sh"]), Some(&script), none).unwrap();
+        assert_eq!(f.id(), "launch.cpus_per_task");
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.what.contains("SLURM_CPUS_ON_NODE=1"), "{}", f.what);
+        // -c on the command line or in the script, --cpus-per-gpu, -n, SBATCH_CPUS_PER_TASK: fine
+        for extra in [
+            &["sbatch", "-c", "8", "job.sh"][..],
+            &["sbatch", "--cpus-per-gpu=8", "job.sh"],
+            &["sbatch", "-n", "4", "job.sh"],
+        ] {
+            assert!(
+                check_batch_container(&p(extra), Some(&script), none).is_none(),
+                "{extra:?}"
+            );
+        }
+        assert!(check_batch_container(
+            &p(&["sbatch", "job.sh"]),
+            Some(&script),
+            &[("SBATCH_CPUS_PER_TASK", "8")][..]
+        )
+        .is_none());
+        // no container, or no GPUs: not this check's business
+        let plain = p(&["sbatch", "--gres=gpu:1"]);
+        assert!(check_batch_container(&p(&["sbatch", "job.sh"]), Some(&plain), none).is_none());
+        let cpu_only = p(&["sbatch", "--container-image=img.sqsh"]);
+        assert!(check_batch_container(&p(&["sbatch", "job.sh"]), Some(&cpu_only), none).is_none());
+        // GPUs and the image on the command line
+        assert!(check_batch_container(
+            &p(&["sbatch", "--container-image=i.sqsh", "-G", "1", "job.sh"]),
+            None,
+            none
+        )
+        .is_some());
+    }
     use crate::argv::{parse, Tool};
     use crate::policy::parse_args;
 

@@ -7,6 +7,12 @@ use std::collections::HashMap;
 pub trait Env {
     /// The value of `name`, or `None` when it is unset.
     fn get(&self, name: &str) -> Option<String>;
+
+    /// The names of every variable set, when this environment can list them (a lookup function
+    /// cannot: empty). Used to name what `--export` without `ALL` leaves behind.
+    fn names(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<F: Fn(&str) -> Option<String>> Env for F {
@@ -19,6 +25,10 @@ impl Env for HashMap<String, String> {
     fn get(&self, name: &str) -> Option<String> {
         HashMap::get(self, name).cloned()
     }
+
+    fn names(&self) -> Vec<String> {
+        self.keys().cloned().collect()
+    }
 }
 
 impl Env for [(&str, &str)] {
@@ -27,6 +37,10 @@ impl Env for [(&str, &str)] {
             .rev()
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v.to_string())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.iter().map(|(k, _)| k.to_string()).collect()
     }
 }
 

@@ -16,6 +16,75 @@ use crate::finding::{clip, CheckKind, Finding, Severity};
 const WHY_EXECVE: &str =
     "the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): <command>: No such file or directory'";
 
+/// Prefixes of the variables users set for their own programs that `--export` without `ALL` leaves
+/// behind: NCCL and libfabric tuning (NCCL docs, "Environment Variables"; libfabric's fi_efa(7)),
+/// Hugging Face (`HF_HOME`, `HF_TOKEN`), Weights & Biases (`WANDB_API_KEY`…), PyTorch, CUDA, OpenMP,
+/// UCX. A container image supplies PATH, but never these: they are the user's.
+pub const OWN_VAR_PREFIXES: &[&str] = &[
+    "NCCL_",
+    "FI_",
+    "HF_",
+    "WANDB_",
+    "TORCH_",
+    "PYTORCH_",
+    "CUDA_",
+    "OMP_",
+    "UCX_",
+    "TRANSFORMERS_",
+];
+
+/// Names of the caller's own variables (see [`OWN_VAR_PREFIXES`]) that an export value without
+/// `ALL` does not carry to the step: set in `env`, not named in `value`. Sorted.
+pub fn lost_own_vars(value: &str, env: &(impl Env + ?Sized)) -> Vec<String> {
+    let named: Vec<&str> = tokens(value)
+        .map(|t| t.split('=').next().unwrap_or("").trim())
+        .collect();
+    let mut out: Vec<String> = env
+        .names()
+        .into_iter()
+        .filter(|n| OWN_VAR_PREFIXES.iter().any(|p| n.starts_with(p)))
+        .filter(|n| !named.contains(&n.as_str()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `A, B, C and 4 more`.
+fn name_list(names: &[String]) -> String {
+    let head: Vec<&str> = names.iter().take(4).map(String::as_str).collect();
+    let mut s = clip(&head.join(", "), 100);
+    if names.len() > 4 {
+        s.push_str(&format!(" and {} more", names.len() - 4));
+    }
+    s
+}
+
+/// The finding for a container launch whose export value lacks `ALL`: the image supplies PATH, so the
+/// step starts; what is lost is the caller's own variables. `None` when none of them is set.
+fn container_export_finding(
+    label: &str,
+    value: &str,
+    env: &(impl Env + ?Sized),
+    fix: String,
+) -> Option<Finding> {
+    let lost = lost_own_vars(value, env);
+    if lost.is_empty() {
+        return None;
+    }
+    Some(Finding {
+        check: CheckKind::ExportAll,
+        severity: Severity::Warning,
+        what: format!(
+            "{label} does not include ALL, so your {} stay behind ({} of yours set here)",
+            name_list(&lost),
+            lost.len()
+        ),
+        why: "the container image supplies PATH and the step starts, but the program runs with the image's NCCL/libfabric settings and without your tokens and cache paths".into(),
+        fix,
+    })
+}
+
 /// Where the export setting of an srun comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportSource {
@@ -168,7 +237,18 @@ pub fn check_srun(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Vec<Finding> 
         _ => format!("SLURM_EXPORT_ENV={shown}"),
     };
     let mut out = vec![];
-    if !has_all(&value) && !names_path(&value) {
+    if !has_all(&value) && uses_container(argv, env) {
+        let fix = match source {
+            ExportSource::InputEnv(var) => format!(
+                "set {var}={} or pass --export={} to srun",
+                clip(&with_all(&value), 80),
+                clip(&with_all(&value), 80)
+            ),
+            ExportSource::Inherited => "add --export=ALL to this srun, or unset SLURM_EXPORT_ENV in the job script before srun".to_string(),
+            _ => format!("use --export={}", clip(&with_all(&value), 80)),
+        };
+        out.extend(container_export_finding(&label, &value, env, fix));
+    } else if !has_all(&value) && !names_path(&value) {
         let cmd = argv.operands.first().map(String::as_str).unwrap_or("");
         // An absolute or relative path needs no PATH lookup: execve works, the program just runs
         // without the caller's environment. A container image brings its own PATH (Pyxis).
@@ -243,7 +323,11 @@ pub fn check_allocation(
         _ => format!("--export={shown}"),
     };
     let mut out = vec![];
-    if !has_all(&value) && !names_path(&value) {
+    let container = uses_container(argv, env) || script.is_some_and(|s| uses_container(s, env));
+    if !has_all(&value) && container {
+        let fix = format!("submit with --export={}", clip(&with_all(&value), 80));
+        out.extend(container_export_finding(&label, &value, env, fix));
+    } else if !has_all(&value) && !names_path(&value) {
         out.push(Finding {
             check: CheckKind::ExportAll,
             severity: Severity::Warning,
@@ -411,11 +495,14 @@ mod tests {
             // PATH passed by name or value: the step has a PATH
             (&["srun", "--export=PATH,FOO=1", "x"], &[("PATH", "/usr/bin")], &[]),
             (&["srun", "--export=PATH=/usr/bin:/bin,FOO=1", "x"], &[], &[]),
-            // a Pyxis container brings PATH from its image: a warning at most
-            (&["srun", "--export=NONE", "--container-image=nvcr.io#pytorch", "python"], &[],
+            // a Pyxis container brings PATH from its image: a warning when the user's own variables stay
+            // behind, nothing when none is set
+            (&["srun", "--export=NONE", "--container-image=nvcr.io#pytorch", "python"], &[("NCCL_DEBUG", "INFO")],
              &[("launch.export_all", Severity::Warning)]),
-            (&["srun", "--export=NONE", "python"], &[("SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", "x")],
+            (&["srun", "--export=NONE", "python"], &[("SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", "x"), ("HF_HOME", "/h")],
              &[("launch.export_all", Severity::Warning)]),
+            (&["srun", "--export=NONE", "--container-image=nvcr.io#pytorch", "python"], &[("HOME", "/home/u")], &[]),
+            (&["srun", "--export=NONE,NCCL_DEBUG", "--container-image=img", "python"], &[("NCCL_DEBUG", "INFO")], &[]),
             // a variable set in the environment, named after ALL, is passed on purpose
             (&["srun", "--export=ALL,FOO=1,HOME", "x"], &[("HOME", "/home/u")], &[]),
             (&["srun", "--export=ALL,FOO=1,NOTSET", "x"], &[], &[("launch.export_split", Severity::Warning)]),
@@ -437,6 +524,62 @@ mod tests {
             check_allocation(Tool::Sbatch, &parse(Tool::Sbatch, &argv), None, env).len(),
             1
         );
+    }
+
+    #[test]
+    fn a_container_step_names_the_variables_it_loses() {
+        let env = [
+            ("NCCL_DEBUG", "INFO"),
+            ("FI_EFA_USE_DEVICE_RDMA", "1"),
+            ("HF_TOKEN", "x"),
+            ("WANDB_API_KEY", "y"),
+            ("WANDB_PROJECT", "p"),
+            ("HOME", "/home/u"),
+        ];
+        let f = srun(
+            &[
+                "srun",
+                "--export=NONE,HF_TOKEN",
+                "--container-image=img.sqsh",
+                "python",
+                "t.py",
+            ],
+            &env,
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.export_all: --export=NONE,HF_TOKEN does not include ALL, so your \
+             FI_EFA_USE_DEVICE_RDMA, NCCL_DEBUG, WANDB_API_KEY, WANDB_PROJECT stay behind (4 of yours set here); \
+             the container image supplies PATH and the step starts, but the program runs with the image's \
+             NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL,HF_TOKEN"
+        );
+        assert_eq!(f[0].severity, Severity::Warning);
+        // sbatch with a container script (#SBATCH --container-image): the same, as a warning
+        let argv: Vec<String> = ["sbatch", "--export=NONE", "job.sh"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let script: Vec<String> = ["sbatch", "--container-image=img.sqsh"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let f = check_allocation(
+            Tool::Sbatch,
+            &parse(Tool::Sbatch, &argv),
+            Some(&parse(Tool::Sbatch, &script)),
+            &env[..],
+        );
+        assert_eq!(f.len(), 1);
+        assert!(f[0].what.contains("so your FI_EFA_USE_DEVICE_RDMA, HF_TOKEN, NCCL_DEBUG, WANDB_API_KEY and 1 more stay behind"), "{}", f[0].what);
+        assert!(f[0].fix.contains("--export=ALL"), "{}", f[0].fix);
+        assert!(check_allocation(
+            Tool::Sbatch,
+            &parse(Tool::Sbatch, &argv),
+            Some(&parse(Tool::Sbatch, &script)),
+            &[("HOME", "/h")][..]
+        )
+        .is_empty());
     }
 
     #[test]

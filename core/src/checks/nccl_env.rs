@@ -318,6 +318,22 @@ pub fn check(
     interfaces: Option<&[String]>,
     rules: &[Rule],
 ) -> Vec<Finding> {
+    check_with_origin(vars, &[], fabric, interfaces, rules)
+}
+
+/// [`check`], knowing which variables the container image set: `from_image` names the variables
+/// Pyxis put into the step from the image (its `ENV`, its `/etc/environment`), seen as new or changed
+/// between launchguard's `task_init_privileged` (before Pyxis's `task_init`) and its `task_init`
+/// (after). Pyxis gives the image's value precedence over srun's environment unless the variable is
+/// named in `--container-env` (Pyxis README, `--container-env`), so "unset it" is no fix there: the
+/// line says where the value came from and how to override it.
+pub fn check_with_origin(
+    vars: &[(String, String)],
+    from_image: &[String],
+    fabric: Option<Fabric>,
+    interfaces: Option<&[String]>,
+    rules: &[Rule],
+) -> Vec<Finding> {
     let mut out = vec![];
     for r in rules {
         if r.fabric.is_some() && r.fabric != fabric {
@@ -361,20 +377,80 @@ pub fn check(
             Some(f) => format!(" on this {} node", f.as_str().to_uppercase()),
             None => String::new(),
         };
+        let image: Vec<&str> = hits
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| from_image.iter().any(|i| i == k))
+            .collect();
+        let (what, fix) = if image.is_empty() {
+            (format!("{problem}{on} (rule {})", r.name), r.fix.clone())
+        } else {
+            let names = clip(&image.join(","), 80);
+            (
+                format!("{problem} by the container image{on} (rule {})", r.name),
+                format!(
+                    "the image's ENV or /etc/environment sets it and Pyxis lets it override srun's value: \
+                     export your own value and keep it with srun --container-env={names} ({}), or remove it from the image",
+                    r.fix
+                ),
+            )
+        };
         out.push(Finding {
             check: CheckKind::NcclEnv,
             severity: r.severity,
-            what: format!("{problem}{on} (rule {})", r.name),
+            what,
             why: r.why.clone(),
-            fix: r.fix.clone(),
+            fix,
         });
     }
+    out
+}
+
+/// The `NCCL_*`/`FI_*` variables whose value the container set: present in `after` (the job's
+/// environment at `task_init`, after Pyxis imported the container's) and absent from or different in
+/// `before` (at `task_init_privileged`). Sorted.
+pub fn image_vars(before: &[(String, String)], after: &[(String, String)]) -> Vec<String> {
+    let mut out: Vec<String> = after
+        .iter()
+        .filter(|(k, v)| !before.iter().any(|(bk, bv)| bk == k && bv == v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    out.sort();
+    out.dedup();
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_from_the_image_says_so_and_how_to_override_it() {
+        let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let before = vec![kv("NCCL_DEBUG", "INFO")];
+        let after = vec![kv("NCCL_DEBUG", "INFO"), kv("NCCL_NET", "IB")];
+        let image = image_vars(&before, &after);
+        assert_eq!(image, vec!["NCCL_NET".to_string()]);
+        let f = check_with_origin(&after, &image, Some(Fabric::Efa), None, &builtin_rules());
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.nccl_env: NCCL_NET=IB is set by the container image on this EFA node (rule efa.nccl_net_ib); \
+             on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation; \
+             the image's ENV or /etc/environment sets it and Pyxis lets it override srun's value: export your own value \
+             and keep it with srun --container-env=NCCL_NET (unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) \
+             or set NCCL_NET=Libfabric), or remove it from the image"
+        );
+        // The same value set by the user: the plain fix.
+        let f = check_with_origin(&after, &[], Some(Fabric::Efa), None, &builtin_rules());
+        assert!(f[0].fix.starts_with("unset NCCL_NET"), "{}", f[0].fix);
+        // A value the image changed counts as the image's.
+        let changed = vec![kv("NCCL_DEBUG", "WARN")];
+        assert_eq!(
+            image_vars(&before, &changed),
+            vec!["NCCL_DEBUG".to_string()]
+        );
+    }
 
     fn env(v: &[(&str, &str)]) -> Vec<(String, String)> {
         v.iter()

@@ -103,6 +103,10 @@ pub struct EnrootFacts {
     pub storage: Vec<(String, String, Fs)>,
     /// The node has EFA devices (`/sys/class/infiniband/*` with driver `efa`).
     pub efa: bool,
+    /// launchguard's plugin is listed in plugstack with `enroot_runtime` on and `enroot_repair=yes`
+    /// (both its defaults): it creates a missing runtime directory, or fixes a root-owned one's mode,
+    /// as root before Pyxis needs it, at the next container launch.
+    pub plugin_repairs: bool,
 }
 
 /// The runtime path enroot uses (its default when unset).
@@ -162,6 +166,15 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
     out.push(match &f.run_dir {
         None => Outcome::unknown("node.enroot.run_dir", "the runtime directory was not examined (per-user path)"),
         Some((_, s)) if s.is_good() => Outcome::ok("node.enroot.run_dir"),
+        // Not a drain: the node is fine for jobs, and a drained node never gets the launch that
+        // would repair it.
+        Some((d, s)) if f.plugin_repairs && matches!(s, DirState::Missing | DirState::Dir { uid: 0, .. }) => Outcome::new(
+            "node.enroot.run_dir",
+            Status::Warning,
+            format!("{} {}", quote(d), s.describe()),
+            "launchguard's plugin (enroot_repair=yes) repairs it as root at the next container launch, so jobs run; without the plugin the first Pyxis job of a non-root user would fail with 'mkdir: cannot create directory '/run/enroot': Permission denied'",
+            format!("install -d -m 1777 -o root -g root {d}; and add '{}' to /etc/tmpfiles.d/enroot.conf", tmpfiles_line(d)),
+        ),
         Some((d, s)) => Outcome::new(
             "node.enroot.run_dir",
             Status::Critical,
@@ -260,6 +273,7 @@ ENROOT_RESTRICT_DEV      n\n";
                 Fs::Local,
             )],
             efa: true,
+            plugin_repairs: false,
         }
     }
 
@@ -283,6 +297,20 @@ ENROOT_RESTRICT_DEV      n\n";
         f.run_dir = Some(("/run/enroot".into(), DirState::Missing));
         f.tmpfiles = false;
         assert_eq!(status(&f, "node.enroot.run_dir"), Status::Critical);
+        // launchguard's plugin repairs a missing one at the next launch: a warning, no drain
+        f.plugin_repairs = true;
+        assert_eq!(status(&f, "node.enroot.run_dir"), Status::Warning);
+        // but not one owned by a user (the plugin refuses to adopt it)
+        f.run_dir = Some((
+            "/run/enroot".into(),
+            DirState::Dir {
+                mode: 0o755,
+                uid: 1000,
+            },
+        ));
+        assert_eq!(status(&f, "node.enroot.run_dir"), Status::Critical);
+        f.run_dir = Some(("/run/enroot".into(), DirState::Missing));
+        f.plugin_repairs = false;
         assert_eq!(status(&f, "node.enroot.tmpfiles"), Status::Warning);
         assert_eq!(status(&f, "node.enroot.restrict_dev"), Status::Critical);
         f.efa = false;

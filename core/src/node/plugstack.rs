@@ -1,7 +1,8 @@
 //! `node.plugstack.*`: plugstack.conf and its includes (spank(8): `required|optional PATH [ARGS…]` and
 //! `include GLOB` lines). A `required` plugin whose .so is missing or cannot load fails every srun and
 //! job step on the node, and slurmd drains it; launchguard must come after Pyxis so its `task_init`
-//! checks run inside the container (spank-facts.md: plugins run in plugstack order).
+//! checks run inside the container (spank(8): plugins are called in plugstack order, callback by
+//! callback; Pyxis enters the container in its own `task_init`).
 
 use super::{quote, Outcome, Status};
 
@@ -176,7 +177,7 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
             Status::Warning,
             format!("spank_launchguard.so is not listed in {}", quote(&f.path)),
             "launches on this node are not checked",
-            "ln -s /usr/share/launchguard/plugstack.conf.d/50-launchguard.conf /etc/slurm/plugstack.conf.d/ (listed after Pyxis)",
+            "ln -s /usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf /etc/slurm/plugstack.conf.d/ (its name sorts after Pyxis's pyxis.conf)",
         ),
         (Some(l), Some(p)) if l < p => Outcome::new(
             "node.plugstack.order",
@@ -185,8 +186,8 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
                 "launchguard ({}) is listed before Pyxis ({})",
                 entries[l].0.at, entries[p].0.at
             ),
-            "launchguard's task_init checks then run before Pyxis enters the container and judge the host, not the container",
-            "list launchguard after Pyxis (e.g. 50-launchguard.conf after 10-pyxis.conf in plugstack.conf.d)",
+            "its task_init then runs before Pyxis enters the container, so in container steps the image's NCCL/FI variables and the GPUs and NICs the container hides are never judged (each such step logs 'launchguard: node.plugstack.order: … not judged' in slurmd's log)",
+            "name launchguard's drop-in so it sorts after Pyxis's: /etc/slurm/plugstack.conf.d/zz-launchguard.conf (plugstack.conf.d/*.conf is read in name order and pyxis.conf sorts after every NN- name)",
         ),
         _ => Outcome::ok("node.plugstack.order"),
     });

@@ -127,5 +127,28 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
         tmpfiles: dir.as_deref().is_some_and(tmpfiles_has),
         storage,
         efa: has_efa(),
+        plugin_repairs: dir
+            .as_deref()
+            .is_some_and(|d| plugin_repairs(ctx, &conf_path, d)),
     }
+}
+
+/// Whether plugstack lists launchguard with `enroot_runtime` on and `enroot_repair=yes`, judging
+/// this same directory: its `enroot_runtime_path=` names it, or it reads this same enroot.conf.
+fn plugin_repairs(ctx: &Ctx, conf_path: &Path, dir: &str) -> bool {
+    use launchguard_core::{policy::parse_args, CheckKind, Mode};
+    let Ok(entries) = super::plugstack::gather(ctx).entries else {
+        return false;
+    };
+    entries
+        .iter()
+        .find(|(e, _)| e.path.ends_with("spank_launchguard.so"))
+        .is_some_and(|(e, _)| {
+            let (p, _) = parse_args(&e.args);
+            let same = match &p.enroot_runtime_path {
+                Some(rp) => shared_dir(rp).as_deref() == Some(dir),
+                None => Path::new(&p.enroot_conf) == conf_path,
+            };
+            same && p.enroot_repair && p.mode_for(CheckKind::EnrootRuntime) != Mode::Off
+        })
 }

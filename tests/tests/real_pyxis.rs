@@ -1,0 +1,364 @@
+//! launchguard next to REAL Pyxis and enroot, in both plugstack orders, on the host cluster.
+//!
+//! Enabled by `LG_PYXIS=1` once `scripts/pyxis.sh build SRC_DIR && scripts/pyxis.sh install &&
+//! scripts/pyxis.sh image` has put Pyxis (`/usr/local/lib/slurm/spank_pyxis.so`), enroot
+//! (`/usr/local/bin/enroot`) and the busybox test images in place; otherwise each test prints one
+//! `skipped: real Pyxis not installed` line and passes (CI cannot fetch Pyxis; the stand-in plugin
+//! `tests/spank-hide/lgtest_hide.c` guards the same behaviours there, in `next_to_pyxis.rs`).
+//!
+//! Pyxis is listed as its own instructions say, `plugstack.conf.d/pyxis.conf`, only while a test
+//! runs (removed on the way out, even on failure). launchguard is listed
+//! - before Pyxis as `50-launchguard.conf` (what sorted before it until the package's snippet was
+//!   renamed): its `task_init` runs on the host, before Pyxis's enters the container;
+//! - after Pyxis as `zz-launchguard.conf` (the name the package ships): its `task_init` runs inside
+//!   the container, after Pyxis imported the image's environment.
+//!
+//! Every scenario prints what the user saw (`cargo test -- --nocapture` shows the screens).
+
+use launchguard_tests::{host_path, lock, plugstack_line, run, As, Run, PLUGIN_PATH, SCRATCH};
+use std::path::Path;
+
+const PYXIS_SO: &str = "/usr/local/lib/slurm/spank_pyxis.so";
+const PYXIS_DROPIN: &str = "/etc/slurm/plugstack.conf.d/pyxis.conf";
+const AFTER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/zz-launchguard.conf";
+const IMAGE: &str = "/var/lib/launchguard-test/busybox.sqsh";
+/// The same image with `NCCL_NET=IB` in its /etc/environment (enroot reads it like an image's ENV).
+const NCCL_IMAGE: &str = "/var/lib/launchguard-test/busybox-nccl.sqsh";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// launchguard, then Pyxis.
+    Before,
+    /// Pyxis, then launchguard.
+    After,
+}
+
+/// Whether to run: `LG_PYXIS=1` and the pieces installed (a clear panic when asked for but missing).
+fn enabled() -> bool {
+    if std::env::var("LG_PYXIS").as_deref() != Ok("1") {
+        // Straight to stderr, past the test harness's capture, so that the skip is seen.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: real Pyxis not installed (real_pyxis.rs; set LG_PYXIS=1 after scripts/pyxis.sh build/install/image)"
+        );
+        return false;
+    }
+    for f in [PYXIS_SO, "/usr/local/bin/enroot", IMAGE, NCCL_IMAGE] {
+        assert!(
+            Path::new(f).exists(),
+            "LG_PYXIS=1 but {f} is missing: run scripts/pyxis.sh build SRC_DIR, scripts/pyxis.sh install, \
+             scripts/pyxis.sh image and scripts/pyxis.sh image {NCCL_IMAGE} NCCL_NET=IB"
+        );
+    }
+    true
+}
+
+/// Lists Pyxis and launchguard (with `args`) in `order`; undone on drop.
+struct Stack;
+
+impl Stack {
+    fn new(order: Order, args: &str) -> Stack {
+        // /dev/mqueue, /dev/log (enroot's RESTRICT_DEV hook) and /run/pyxis (Pyxis's slurmd side)
+        let script = launchguard_tests::repo_root().join("scripts/pyxis.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .arg("prereqs")
+            .output()
+            .unwrap_or_else(|e| panic!("bash {} prereqs: {e}", script.display()));
+        assert!(out.status.success(), "{out:?}");
+        std::fs::write(PYXIS_DROPIN, format!("required {PYXIS_SO}\n")).expect("pyxis.conf");
+        let line = format!("required {PLUGIN_PATH} {args}");
+        match order {
+            Order::Before => {
+                let _ = std::fs::remove_file(AFTER_DROPIN);
+                plugstack_line(&line);
+            }
+            Order::After => {
+                launchguard_tests::no_plugstack();
+                std::fs::write(AFTER_DROPIN, format!("{line}\n")).expect("zz-launchguard.conf");
+            }
+        }
+        Stack
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(PYXIS_DROPIN);
+        let _ = std::fs::remove_file(AFTER_DROPIN);
+        launchguard_tests::no_plugstack();
+    }
+}
+
+fn slurmd_log() -> String {
+    std::fs::read_to_string(host_path("/var/log/slurmd.log")).unwrap_or_default()
+}
+
+/// Runs `argv` as lgtest with `env`, prints the user's screen, returns the run and what slurmd's
+/// log gained meanwhile.
+fn user(order: Order, what: &str, env: &[(&str, &str)], argv: &[&str]) -> (Run, String) {
+    let mark = slurmd_log().len();
+    let r = run(As::User, env, argv);
+    let log = slurmd_log().get(mark..).unwrap_or_default().to_string();
+    let shown_env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    eprintln!(
+        "---- {order:?} Pyxis: {what}\n$ {}{}\n{}{}[exit {}]",
+        shown_env.join(""),
+        argv.join(" "),
+        r.stdout,
+        r.stderr,
+        r.code
+    );
+    (r, log)
+}
+
+const BLIND: &str = "launchguard: node.plugstack.order: job ";
+
+#[test]
+fn real_pyxis_in_both_orders() {
+    if !enabled() {
+        return;
+    }
+    let _g = lock();
+    for order in [Order::Before, Order::After] {
+        let _s = Stack::new(order, "mode=enforce fabric=efa");
+
+        // 1. /run/enroot missing: repaired as root before Pyxis needs it, in either order.
+        let _ = std::fs::remove_dir_all("/run/enroot");
+        let (r, log) = user(
+            order,
+            "/run/enroot missing",
+            &[],
+            &[
+                "srun",
+                "-c",
+                "2",
+                &format!("--container-image={IMAGE}"),
+                "echo",
+                "ran",
+            ],
+        );
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "ran\n"),
+            "{order:?}: {r:#?}"
+        );
+        assert!(
+            log.contains("launchguard: launch.enroot_runtime: repaired '/run/enroot'"),
+            "{log}"
+        );
+        assert_eq!(
+            log.contains(BLIND),
+            order == Order::Before,
+            "{order:?}: {log}"
+        );
+
+        // 2. ENROOT_RESTRICT_DEV=y hides the allocated GPU inside the container.
+        let (r, log) = user(
+            order,
+            "ENROOT_RESTRICT_DEV=y, one GPU",
+            &[("ENROOT_RESTRICT_DEV", "y")],
+            &[
+                "srun",
+                "-c",
+                "2",
+                "--gres=gpu:1",
+                &format!("--container-image={IMAGE}"),
+                "sh",
+                "-c",
+                "ls /dev/fakegpu*",
+            ],
+        );
+        assert_eq!(r.code, 1, "{r:#?}");
+        match order {
+            Order::After => {
+                let f = r.findings();
+                assert_eq!(f.len(), 1, "{r:#?}");
+                assert!(
+                    f[0].starts_with("launchguard: launch.devices: this task was given 1 GPU"),
+                    "{r:#?}"
+                );
+                assert!(
+                    f[0].contains("'/dev/fakegpu0' not visible inside the container"),
+                    "{r:#?}"
+                );
+                assert!(r.stderr.contains("this launch was stopped"), "{r:#?}");
+            }
+            Order::Before => {
+                // launchguard judged the host, where the GPU is there; the program fails later.
+                assert!(r.findings().is_empty(), "{r:#?}");
+                assert!(
+                    r.stderr
+                        .contains("ls: /dev/fakegpu*: No such file or directory"),
+                    "{r:#?}"
+                );
+                assert!(log.contains(BLIND) && log.contains("not judged"), "{log}");
+            }
+        }
+
+        // 3. NCCL_NET=IB from the image on an EFA node.
+        let (r, log) = user(
+            order,
+            "NCCL_NET=IB set by the image",
+            &[],
+            &[
+                "srun",
+                "-c",
+                "2",
+                &format!("--container-image={NCCL_IMAGE}"),
+                "sh",
+                "-c",
+                "echo NCCL_NET=$NCCL_NET",
+            ],
+        );
+        match order {
+            Order::After => {
+                assert_eq!(r.code, 1, "{r:#?}");
+                let f = r.findings();
+                assert_eq!(f.len(), 1, "{r:#?}");
+                assert!(
+                    f[0].starts_with("launchguard: launch.nccl_env: NCCL_NET=IB is set by the container image on this EFA node"),
+                    "{r:#?}"
+                );
+                assert!(f[0].contains("srun --container-env=NCCL_NET"), "{r:#?}");
+                // The fix the line gives works: the user's value, kept by --container-env.
+                let (r, _) = user(
+                    order,
+                    "the fix: NCCL_NET=Libfabric kept with --container-env",
+                    &[("NCCL_NET", "Libfabric")],
+                    &[
+                        "srun",
+                        "-c",
+                        "2",
+                        "--container-env=NCCL_NET",
+                        &format!("--container-image={NCCL_IMAGE}"),
+                        "sh",
+                        "-c",
+                        "echo NCCL_NET=$NCCL_NET",
+                    ],
+                );
+                assert_eq!(
+                    (r.code, r.stdout.as_str()),
+                    (0, "NCCL_NET=Libfabric\n"),
+                    "{r:#?}"
+                );
+                assert!(r.findings().is_empty(), "{r:#?}");
+            }
+            Order::Before => {
+                assert_eq!((r.code, r.stdout.as_str()), (0, "NCCL_NET=IB\n"), "{r:#?}");
+                assert!(r.findings().is_empty(), "{r:#?}");
+                assert!(log.contains(BLIND), "{log}");
+            }
+        }
+        // The same value set by the user (no image): the plain fix, in either order.
+        let (r, _) = user(
+            order,
+            "NCCL_NET=IB set by the user",
+            &[("NCCL_NET", "IB")],
+            &[
+                "srun",
+                "-c",
+                "2",
+                &format!("--container-image={IMAGE}"),
+                "true",
+            ],
+        );
+        match order {
+            Order::After => {
+                assert_eq!(r.code, 1, "{r:#?}");
+                assert!(r.findings()[0].contains("(rule efa.nccl_net_ib)"), "{r:#?}");
+                assert!(!r.findings()[0].contains("container image"), "{r:#?}");
+            }
+            // judged on the host, before Pyxis: the user's own value is seen there too
+            Order::Before => assert_eq!(r.code, 1, "{r:#?}"),
+        }
+
+        // 4. --export=NONE on a container step: PATH comes from the image, the user's variables stay behind.
+        let (r, _) = user(
+            order,
+            "--export=NONE with a container",
+            &[("NCCL_DEBUG", "INFO"), ("HF_HOME", "/tmp/hf")],
+            &[
+                "srun",
+                "-c",
+                "2",
+                "--export=NONE",
+                &format!("--container-image={IMAGE}"),
+                "sh",
+                "-c",
+                "echo NCCL_DEBUG=${NCCL_DEBUG:-unset}",
+            ],
+        );
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "NCCL_DEBUG=unset\n"),
+            "{r:#?}"
+        );
+        assert_eq!(
+            r.findings(),
+            vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so your HF_HOME, NCCL_DEBUG stay behind \
+                  (2 of yours set here); the container image supplies PATH and the step starts, but the program runs with the \
+                  image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL"],
+            "{r:#?}"
+        );
+
+        // 5. sbatch --container-image with a GPU and no -c: the batch step has 1 CPU.
+        let script = format!("{SCRATCH}/pyxis-batch.sh");
+        let out = format!("{SCRATCH}/pyxis-batch.out");
+        let _ = std::fs::remove_file(host_path(&out));
+        std::fs::write(
+            host_path(&script),
+            format!("#!/bin/sh\n#SBATCH --container-image={IMAGE}\n#SBATCH --gres=gpu:1\necho cpus=$SLURM_CPUS_ON_NODE\n"),
+        )
+        .unwrap();
+        let (r, _) = user(
+            order,
+            "sbatch --container-image, one GPU, no -c",
+            &[],
+            &["sbatch", "-W", "-o", &out, &script],
+        );
+        assert_eq!(r.code, 0, "{r:#?}");
+        let text = std::fs::read_to_string(host_path(&out)).unwrap_or_default();
+        eprintln!("(job output) {text}");
+        assert!(text.contains("cpus=1"), "{text}");
+        assert!(
+            r.stderr.contains("launchguard: launch.cpus_per_task: sbatch --container-image runs the batch script in the container as the batch step, which gets 1 CPU here"),
+            "{r:#?}"
+        );
+    }
+
+    // 6. A rejection in slurmstepd's root phase, in each order: the user's whole screen, Pyxis's
+    // `child NNN failed` line included.
+    for order in [Order::Before, Order::After] {
+        let _s = Stack::new(order, "mode=enforce enroot_repair=no");
+        let _ = std::fs::remove_dir_all("/run/enroot");
+        let (r, _) = user(
+            order,
+            "rejected in task_init_privileged (/run/enroot missing, enroot_repair=no)",
+            &[],
+            &[
+                "srun",
+                "-c",
+                "2",
+                &format!("--container-image={IMAGE}"),
+                "echo",
+                "ran",
+            ],
+        );
+        assert_eq!(r.code, 1, "{r:#?}");
+        assert!(r.findings()[0].starts_with("launchguard: launch.enroot_runtime: enroot's runtime directory '/run/enroot' is missing"), "{r:#?}");
+        assert!(
+            r.stderr
+                .contains("launchguard: this launch was stopped by the site's policy"),
+            "{r:#?}"
+        );
+        assert!(
+            r.stderr.contains("error: pyxis: child ")
+                && r.stderr.contains(" failed with error code: 1"),
+            "{r:#?}"
+        );
+        assert!(!r.stdout.contains("ran"), "{r:#?}");
+    }
+    let _ = std::fs::remove_dir_all("/run/enroot");
+}
