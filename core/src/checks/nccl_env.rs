@@ -694,6 +694,51 @@ fn finding(r: &Rule, fabric: Option<Fabric>, problem: String) -> Finding {
     }
 }
 
+/// Prefixes of the variables the rules read (for gathering them from an environment).
+pub const VAR_PREFIXES: &[&str] = &[
+    "NCCL_",
+    "FI_",
+    "UCX_",
+    "LD_PRELOAD",
+    "NVIDIA_VISIBLE_DEVICES",
+];
+
+/// Judges srun's own environment before allocation (srun, local context), so that a variable left in a
+/// `.bashrc` stops the launch before it waits for nodes, with launchguard's line first.
+///
+/// Judged only what srun can know: the step inherits srun's environment (`--export` / `SLURM_EXPORT_ENV`
+/// unset or with `ALL`); the step asks for GPUs, unless `gpu_steps_only` is off (srun cannot see the
+/// node, so rules about node devices are left to slurmstepd); fabric rules only with a configured
+/// `fabric=efa|ib` (`fabric`), as the login node's own devices say nothing about the compute nodes.
+#[allow(clippy::too_many_arguments)] // the facts srun has, one by one
+pub fn check_srun(
+    argv: &crate::argv::ParsedArgv,
+    export_env: Option<&str>,
+    vars: &[(String, String)],
+    fabric: Option<Fabric>,
+    gpu_steps_only: bool,
+    gpu: bool,
+    profile: Option<&str>,
+    rules: &[Rule],
+) -> Vec<Finding> {
+    let export = argv.value("export").or(export_env);
+    if export.is_some_and(|e| !crate::checks::export::has_all(e)) {
+        return vec![];
+    }
+    if gpu_steps_only && !gpu {
+        return vec![];
+    }
+    // Without a GPU request srun leaves GPU-only rules to slurmstepd (the step may still get GPUs
+    // from the allocation).
+    let ctx = Context {
+        fabric,
+        gpu_step: Some(gpu),
+        profile,
+        ..Context::default()
+    };
+    check_in(vars, &ctx, rules)
+}
+
 /// Whether `name` looks like an aws-ofi-nccl plugin file (`libnccl-net-ofi.so`, `libnccl-net-aws-ofi.so`,
 /// or `libnccl-net.so` under an `ofi` directory such as `/opt/amazon/ofi-nccl/lib`).
 pub fn is_ofi_plugin(path: &str) -> bool {
@@ -869,6 +914,41 @@ mod tests {
             let got = names(&check_in(&env(vars), c, &rules));
             assert_eq!(got, want.to_vec(), "{vars:?} {:?} {:?}", c.gpu_step, c.profile);
         }
+    }
+
+    #[test]
+    fn srun_judges_only_what_it_can_know() {
+        use crate::argv::{parse, Tool};
+        let rules = builtin_rules();
+        let ib = env(&[("NCCL_NET", "IB")]);
+        let p = |a: &[&str]| parse(Tool::Srun, &s(a));
+        let plain = p(&["srun", "-n1", "hostname"]);
+        let gpu = p(&["srun", "--gres=gpu:1", "hostname"]);
+        // `NCCL_NET=IB srun -n1 hostname` on fabric=efa: a CPU-only step is left alone
+        let f = check_srun(&plain, None, &ib, Some(Fabric::Efa), true, false, None, &rules);
+        assert!(f.is_empty(), "{f:?}");
+        // ... unless gpu_steps_only=no
+        let f = check_srun(&plain, None, &ib, Some(Fabric::Efa), false, false, None, &rules);
+        assert_eq!(names(&f), vec!["efa.nccl_net_ib"]);
+        // a GPU step on fabric=efa is judged before allocation
+        let f = check_srun(&gpu, None, &ib, Some(Fabric::Efa), true, true, None, &rules);
+        assert_eq!(names(&f), vec!["efa.nccl_net_ib"]);
+        assert_eq!(f[0].severity, Severity::Error);
+        // fabric=auto: srun cannot see the compute node's fabric
+        let f = check_srun(&gpu, None, &ib, None, true, true, None, &rules);
+        assert!(f.is_empty(), "{f:?}");
+        // the step does not inherit srun's environment
+        let none = p(&["srun", "--gres=gpu:1", "--export=NONE", "hostname"]);
+        assert!(check_srun(&none, None, &ib, Some(Fabric::Efa), true, true, None, &rules).is_empty());
+        assert!(check_srun(&gpu, Some("NONE"), &ib, Some(Fabric::Efa), true, true, None, &rules).is_empty());
+        let all = p(&["srun", "--gres=gpu:1", "--export=ALL,X=1", "hostname"]);
+        assert_eq!(check_srun(&all, None, &ib, Some(Fabric::Efa), true, true, None, &rules).len(), 1);
+        // fabric-independent GPU rules need no fabric
+        let p2p = env(&[("NCCL_P2P_DISABLE", "1")]);
+        assert_eq!(
+            names(&check_srun(&gpu, None, &p2p, None, true, true, None, &rules)),
+            vec!["any.p2p_disable"]
+        );
     }
 
     #[test]
