@@ -72,9 +72,9 @@ pub enum Cond {
     IbHca,
     /// `UCX_NET_DEVICES` names a device (`mlx5_0:1`, `eth0`) the node does not have.
     UcxDevices,
-    /// `NVIDIA_VISIBLE_DEVICES` in a Slurm GPU step is `void`/`none`/empty, or lists GPU indices that
-    /// are not the step's (`SLURM_STEP_GPUS`): enroot's nvidia hook then exposes no GPU or fails with
-    /// `unknown device`.
+    /// `NVIDIA_VISIBLE_DEVICES` in a Slurm GPU step is `void`/`none`/empty, or lists host GPU indices
+    /// (an index at or above the step's GPU count, `SLURM_STEP_GPUS`): enroot's nvidia hook then
+    /// exposes no GPU or fails with `unknown device` (NVIDIA/enroot issue 207).
     NvidiaVisible,
     /// The variable is unset while the task can see an aws-ofi-nccl (OFI) net plugin: NCCL then picks
     /// a transport on its own and falls back silently.
@@ -568,16 +568,20 @@ fn nvidia_visible_problem(value: &str, step_gpus: &str) -> Option<String> {
         ));
     }
     let want: Vec<&str> = v.split(',').map(str::trim).collect();
-    if !want.iter().all(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit())) {
+    let Some(idx) = want
+        .iter()
+        .map(|x| x.parse::<u32>().ok())
+        .collect::<Option<Vec<u32>>>()
+    else {
         return None; // UUIDs or MIG names: cannot be compared with Slurm's indices here
-    }
-    let mut have: Vec<&str> = step_gpus.split(',').map(str::trim).collect();
-    let mut w = want.clone();
-    have.sort_unstable();
-    w.sort_unstable();
-    (w != have).then(|| {
+    };
+    // Inside the step the GPUs Slurm gave are the only ones, numbered from 0: an index at or above
+    // their count is a host index that enroot's hook cannot find ("unknown device").
+    let count = crate::checks::gpus::count_list(step_gpus);
+    (count > 0 && idx.iter().any(|i| *i >= count)).then(|| {
         format!(
-            "lists host GPU indices that are not this step's GPUs ({})",
+            "lists host GPU indices while the step has {count} GPU{} ({}), numbered from 0 inside it",
+            if count == 1 { "" } else { "s" },
             clip(step_gpus, 40)
         )
     })
@@ -892,8 +896,8 @@ mod tests {
             (&[], ctx(Some(Fabric::Efa), &efa_hcas, &ifs, gpu, None, None, None), &[]),
             // NVIDIA_VISIBLE_DEVICES against the step's GPUs
             (&[("NVIDIA_VISIBLE_DEVICES", "void")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &["any.nvidia_visible_devices"]),
-            (&[("NVIDIA_VISIBLE_DEVICES", "0,1")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &["any.nvidia_visible_devices"]),
-            (&[("NVIDIA_VISIBLE_DEVICES", "3,2")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &[]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "2,3")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &["any.nvidia_visible_devices"]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "1,0")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &[]),
             (&[("NVIDIA_VISIBLE_DEVICES", "all")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &[]),
             (&[("NVIDIA_VISIBLE_DEVICES", "GPU-8f0e2c1a")], ctx(None, &[], &ifs, gpu, Some("0"), None, None), &[]),
             (&[("NVIDIA_VISIBLE_DEVICES", "void")], ctx(None, &[], &ifs, cpu, None, None, None), &[]),
