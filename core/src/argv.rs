@@ -40,7 +40,9 @@ impl Tool {
         // an optional one (only as -Xvalue). Probed from each command's getopt on 22.05 and 24.11
         // (`scripts/slurm-options.sh`); srun's -F (`--nodefile`) is not in its `--help`.
         match self {
-            Tool::Srun => "A:b:B:c:C:d:D:e:EF:G:hHi:I::J:kK::lL:m:M:n:N:o:Op:q:Qr:sS:t:T:uvVw:W:x:XZ",
+            Tool::Srun => {
+                "A:b:B:c:C:d:D:e:EF:G:hHi:I::J:kK::lL:m:M:n:N:o:Op:q:Qr:sS:t:T:uvVw:W:x:XZ"
+            }
             Tool::Sbatch => "a:A:b:B:c:C:d:D:e:F:G:hHi:J:kL:m:M:n:N:o:Op:q:QsS:t:vVWw:x:",
             Tool::Salloc => "A:b:B:c:C:d:D:F:G:hHI::J:kK::L:m:M:n:N:Op:q:QsS:t:vVw:x:",
         }
@@ -797,12 +799,36 @@ mod tests {
     #[test]
     fn every_option_of_22_05_and_24_11_parses() {
         let files: &[(Tool, &str, &str)] = &[
-            (Tool::Srun, "22.05", include_str!("../tests/data/slurm-options/22.05-srun.txt")),
-            (Tool::Srun, "24.11", include_str!("../tests/data/slurm-options/24.11-srun.txt")),
-            (Tool::Sbatch, "22.05", include_str!("../tests/data/slurm-options/22.05-sbatch.txt")),
-            (Tool::Sbatch, "24.11", include_str!("../tests/data/slurm-options/24.11-sbatch.txt")),
-            (Tool::Salloc, "22.05", include_str!("../tests/data/slurm-options/22.05-salloc.txt")),
-            (Tool::Salloc, "24.11", include_str!("../tests/data/slurm-options/24.11-salloc.txt")),
+            (
+                Tool::Srun,
+                "22.05",
+                include_str!("../tests/data/slurm-options/22.05-srun.txt"),
+            ),
+            (
+                Tool::Srun,
+                "24.11",
+                include_str!("../tests/data/slurm-options/24.11-srun.txt"),
+            ),
+            (
+                Tool::Sbatch,
+                "22.05",
+                include_str!("../tests/data/slurm-options/22.05-sbatch.txt"),
+            ),
+            (
+                Tool::Sbatch,
+                "24.11",
+                include_str!("../tests/data/slurm-options/24.11-sbatch.txt"),
+            ),
+            (
+                Tool::Salloc,
+                "22.05",
+                include_str!("../tests/data/slurm-options/22.05-salloc.txt"),
+            ),
+            (
+                Tool::Salloc,
+                "24.11",
+                include_str!("../tests/data/slurm-options/24.11-salloc.txt"),
+            ),
         ];
         let mut n = 0;
         for (tool, rel, text) in files {
@@ -811,7 +837,10 @@ mod tests {
                 Tool::Sbatch => "sbatch",
                 Tool::Salloc => "salloc",
             };
-            for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+            for line in text
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.is_empty())
+            {
                 let (name, kind) = line.split_once(' ').unwrap();
                 n += 1;
                 // `optional` and `none` parse alike unless written with '='.

@@ -10,7 +10,9 @@ use launchguard_core::node::devices::{judge, DeviceFacts};
 use launchguard_core::node::Status;
 
 fn vars(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    v.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
 }
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -22,7 +24,12 @@ fn fired(env: &[(&str, &str)], ctx: &Context) -> Vec<(String, Severity)> {
     check_in(&vars(env), ctx, &builtin_rules())
         .into_iter()
         .map(|f| {
-            let rule = f.what.rsplit("(rule ").next().unwrap().trim_end_matches(')');
+            let rule = f
+                .what
+                .rsplit("(rule ")
+                .next()
+                .unwrap()
+                .trim_end_matches(')');
             (rule.to_string(), f.severity)
         })
         .collect()
@@ -133,7 +140,11 @@ fn efa_with_ofi_plugin_and_unpinned_net_warns() {
         fired(&[("NCCL_NET_PLUGIN", "ofi")], &ctx),
         vec![("efa.nccl_net_unpinned".into(), Severity::Warning)]
     );
-    assert!(fired(&[("NCCL_NET_PLUGIN", "ofi"), ("NCCL_NET", "Libfabric")], &ctx).is_empty());
+    assert!(fired(
+        &[("NCCL_NET_PLUGIN", "ofi"), ("NCCL_NET", "Libfabric")],
+        &ctx
+    )
+    .is_empty());
 }
 
 /// aws/aws-ofi-nccl issue 1020 and the EFA troubleshooting it cites: `fi_info -p efa` gave -61
@@ -165,9 +176,7 @@ fn extra_rdma_devices_next_to_efa() {
 fn cgroup_conf_without_constrain_devices_warns() {
     let f = DeviceFacts {
         uverbs: vec![],
-        gpus: (0..8)
-            .map(|i| (format!("/dev/nvidia{i}"), true))
-            .collect(),
+        gpus: (0..8).map(|i| (format!("/dev/nvidia{i}"), true)).collect(),
         rdma: vec![],
         cgroup_conf: Some("CgroupAutomount=yes\nConstrainCores=yes\n".into()),
     };
@@ -180,7 +189,15 @@ fn cgroup_conf_without_constrain_devices_warns() {
 /// in --help): parsed as srun's own option, so the launch is judged before allocation.
 #[test]
 fn tasks_per_node_alias_is_srun_s() {
-    let argv = s(&["srun", "--gres=gpu:2", "--tasks-per-node=1", "python", "train.py", "-c", "4"]);
+    let argv = s(&[
+        "srun",
+        "--gres=gpu:2",
+        "--tasks-per-node=1",
+        "python",
+        "train.py",
+        "-c",
+        "4",
+    ]);
     let p = parse(Tool::Srun, &argv);
     assert!(!p.uncertain);
     assert_eq!(p.value("ntasks-per-node"), Some("1"));

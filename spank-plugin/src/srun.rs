@@ -6,9 +6,9 @@
 use crate::ffi::{self, Spank};
 use crate::gather;
 use launchguard_core::argv::{self, Tool};
-use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
 use launchguard_core::checks::cpus_per_task::CpusSource;
 use launchguard_core::checks::gpus::srun_gpu_request;
+use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
 use launchguard_core::checks::{cpus_per_task, export, judge, nccl_env};
 use launchguard_core::{CheckKind, Mode};
 

@@ -119,7 +119,14 @@ fn scontrol_path() -> Option<std::path::PathBuf> {
             cands.push(prefix.join("bin/scontrol"));
         }
     }
-    cands.extend(["/usr/bin/scontrol", "/usr/local/bin/scontrol", "/opt/slurm/bin/scontrol"].map(Into::into));
+    cands.extend(
+        [
+            "/usr/bin/scontrol",
+            "/usr/local/bin/scontrol",
+            "/opt/slurm/bin/scontrol",
+        ]
+        .map(Into::into),
+    );
     cands.into_iter().find(|p| p.is_file())
 }
 
@@ -132,7 +139,7 @@ fn notify_srun(job: u64, lines: &[String]) {
         return;
     };
     let mut msg: String = lines.iter().take(4).cloned().collect::<Vec<_>>().join("\n");
-    msg.push_str("\n");
+    msg.push('\n');
     msg.push_str(STOPPED);
     let job = job.to_string();
     let prog = scontrol.to_string_lossy().into_owned();
@@ -430,7 +437,13 @@ fn find_ofi_plugin(sp: &Spank) -> Option<String> {
     }
     let mut dirs: Vec<String> = sp
         .getenv("LD_LIBRARY_PATH")
-        .map(|l| l.split(':').filter(|d| d.starts_with('/')).take(16).map(str::to_string).collect())
+        .map(|l| {
+            l.split(':')
+                .filter(|d| d.starts_with('/'))
+                .take(16)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     dirs.extend(
         [

@@ -291,12 +291,41 @@ mod tests {
         use super::super::NodeFacts;
         let out = "cpu* 64 (null)\ngpu 192 gpu:h100:8(S:0-1)\ngpu 192 gpu:h100:8(S:0-1),nic:1\nmixed 96 gpu:4\nmixed 192 gpu:8\n";
         let f = |p| partition_node_facts(out, p);
-        assert_eq!(f(Some("gpu")), NodeFacts { cpus: Some(192), gpus: Some(8) });
-        assert_eq!(f(Some("gpu,cpu")), NodeFacts { cpus: Some(192), gpus: Some(8) });
-        assert_eq!(f(None), NodeFacts::default(), "the default partition has no GPUs");
-        assert_eq!(f(Some("mixed")), NodeFacts::default(), "nodes differ: no single number");
+        assert_eq!(
+            f(Some("gpu")),
+            NodeFacts {
+                cpus: Some(192),
+                gpus: Some(8)
+            }
+        );
+        assert_eq!(
+            f(Some("gpu,cpu")),
+            NodeFacts {
+                cpus: Some(192),
+                gpus: Some(8)
+            }
+        );
+        assert_eq!(
+            f(None),
+            NodeFacts::default(),
+            "the default partition has no GPUs"
+        );
+        assert_eq!(
+            f(Some("mixed")),
+            NodeFacts::default(),
+            "nodes differ: no single number"
+        );
         assert_eq!(f(Some("nope")), NodeFacts::default());
-        assert_eq!(partition_node_facts("debug* 4 gpu:2\n", None), NodeFacts { cpus: Some(4), gpus: Some(2) });
-        assert_eq!(partition_node_facts("garbage\n\u{0}", None), NodeFacts::default());
+        assert_eq!(
+            partition_node_facts("debug* 4 gpu:2\n", None),
+            NodeFacts {
+                cpus: Some(4),
+                gpus: Some(2)
+            }
+        );
+        assert_eq!(
+            partition_node_facts("garbage\n\u{0}", None),
+            NodeFacts::default()
+        );
     }
 }

@@ -501,7 +501,13 @@ fn ib_hca_problem(value: &str, hcas: &[String]) -> Option<String> {
         let name = entry.split(':').next().unwrap_or(entry);
         let hit: Vec<&String> = hcas
             .iter()
-            .filter(|h| if exact { *h == name } else { h.starts_with(name) })
+            .filter(|h| {
+                if exact {
+                    *h == name
+                } else {
+                    h.starts_with(name)
+                }
+            })
             .collect();
         if hit.is_empty() {
             unknown.push(name.to_string());
@@ -929,10 +935,28 @@ mod tests {
         let plain = p(&["srun", "-n1", "hostname"]);
         let gpu = p(&["srun", "--gres=gpu:1", "hostname"]);
         // `NCCL_NET=IB srun -n1 hostname` on fabric=efa: a CPU-only step is left alone
-        let f = check_srun(&plain, None, &ib, Some(Fabric::Efa), true, false, None, &rules);
+        let f = check_srun(
+            &plain,
+            None,
+            &ib,
+            Some(Fabric::Efa),
+            true,
+            false,
+            None,
+            &rules,
+        );
         assert!(f.is_empty(), "{f:?}");
         // ... unless gpu_steps_only=no
-        let f = check_srun(&plain, None, &ib, Some(Fabric::Efa), false, false, None, &rules);
+        let f = check_srun(
+            &plain,
+            None,
+            &ib,
+            Some(Fabric::Efa),
+            false,
+            false,
+            None,
+            &rules,
+        );
         assert_eq!(names(&f), vec!["efa.nccl_net_ib"]);
         // a GPU step on fabric=efa is judged before allocation
         let f = check_srun(&gpu, None, &ib, Some(Fabric::Efa), true, true, None, &rules);
@@ -943,14 +967,39 @@ mod tests {
         assert!(f.is_empty(), "{f:?}");
         // the step does not inherit srun's environment
         let none = p(&["srun", "--gres=gpu:1", "--export=NONE", "hostname"]);
-        assert!(check_srun(&none, None, &ib, Some(Fabric::Efa), true, true, None, &rules).is_empty());
-        assert!(check_srun(&gpu, Some("NONE"), &ib, Some(Fabric::Efa), true, true, None, &rules).is_empty());
+        assert!(check_srun(
+            &none,
+            None,
+            &ib,
+            Some(Fabric::Efa),
+            true,
+            true,
+            None,
+            &rules
+        )
+        .is_empty());
+        assert!(check_srun(
+            &gpu,
+            Some("NONE"),
+            &ib,
+            Some(Fabric::Efa),
+            true,
+            true,
+            None,
+            &rules
+        )
+        .is_empty());
         let all = p(&["srun", "--gres=gpu:1", "--export=ALL,X=1", "hostname"]);
-        assert_eq!(check_srun(&all, None, &ib, Some(Fabric::Efa), true, true, None, &rules).len(), 1);
+        assert_eq!(
+            check_srun(&all, None, &ib, Some(Fabric::Efa), true, true, None, &rules).len(),
+            1
+        );
         // fabric-independent GPU rules need no fabric
         let p2p = env(&[("NCCL_P2P_DISABLE", "1")]);
         assert_eq!(
-            names(&check_srun(&gpu, None, &p2p, None, true, true, None, &rules)),
+            names(&check_srun(
+                &gpu, None, &p2p, None, true, true, None, &rules
+            )),
             vec!["any.p2p_disable"]
         );
     }
@@ -958,9 +1007,15 @@ mod tests {
     #[test]
     fn ofi_plugin_files_are_recognised() {
         assert!(is_ofi_plugin("/opt/amazon/ofi-nccl/lib/libnccl-net.so"));
-        assert!(is_ofi_plugin("/usr/lib/x86_64-linux-gnu/libnccl-net-ofi.so"));
-        assert!(is_ofi_plugin("/opt/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so.1"));
-        assert!(!is_ofi_plugin("/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"));
+        assert!(is_ofi_plugin(
+            "/usr/lib/x86_64-linux-gnu/libnccl-net-ofi.so"
+        ));
+        assert!(is_ofi_plugin(
+            "/opt/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so.1"
+        ));
+        assert!(!is_ofi_plugin(
+            "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+        ));
         assert!(!is_ofi_plugin("/usr/lib/libofi.so"));
     }
 
@@ -975,11 +1030,22 @@ mod tests {
             .collect();
         let hcas = s(&["mlx5_0"]);
         let ifs = s(&["eth0"]);
-        let c = ctx(Some(Fabric::Ib), &hcas, &ifs, Some(true), None, None, Some(p.name));
+        let c = ctx(
+            Some(Fabric::Ib),
+            &hcas,
+            &ifs,
+            Some(true),
+            None,
+            None,
+            Some(p.name),
+        );
         assert!(check_in(&vars, &c, &builtin_rules()).is_empty());
         // without the profile the same settings are flagged
         let c = ctx(Some(Fabric::Ib), &hcas, &ifs, Some(true), None, None, None);
-        assert_eq!(names(&check_in(&vars, &c, &builtin_rules())), vec!["any.shm_disable"]);
+        assert_eq!(
+            names(&check_in(&vars, &c, &builtin_rules())),
+            vec!["any.shm_disable"]
+        );
     }
 
     #[test]

@@ -41,7 +41,11 @@ impl RdmaDevice {
         format!(
             "{} {} {}",
             self.name,
-            if self.driver.is_empty() { "?" } else { &self.driver },
+            if self.driver.is_empty() {
+                "?"
+            } else {
+                &self.driver
+            },
             if states.is_empty() {
                 "no-ports".to_string()
             } else {
@@ -93,11 +97,7 @@ pub fn judge(f: &DeviceFacts) -> Vec<Outcome> {
         .filter(|(_, ok)| !ok)
         .map(|(p, _)| p.as_str())
         .collect();
-    let unfenced = !f.gpus.is_empty()
-        && !f
-            .cgroup_conf
-            .as_deref()
-            .is_some_and(constrain_devices);
+    let unfenced = !f.gpus.is_empty() && !f.cgroup_conf.as_deref().is_some_and(constrain_devices);
     vec![
         if missing.is_empty() {
             Outcome::ok("node.devices.uverbs")
@@ -182,10 +182,19 @@ mod tests {
         };
         let status = |conf| judge(&f(conf))[2].status;
         assert_eq!(status(None), Status::Warning);
-        assert_eq!(status(Some("CgroupAutomount=yes\nConstrainCores=yes\n")), Status::Warning);
+        assert_eq!(
+            status(Some("CgroupAutomount=yes\nConstrainCores=yes\n")),
+            Status::Warning
+        );
         assert_eq!(status(Some("ConstrainDevices=no\n")), Status::Warning);
-        assert_eq!(status(Some("constraindevices = YES # fenced\n")), Status::Ok);
-        assert_eq!(status(Some("ConstrainDevices=yes\nConstrainDevices=no\n")), Status::Warning);
+        assert_eq!(
+            status(Some("constraindevices = YES # fenced\n")),
+            Status::Ok
+        );
+        assert_eq!(
+            status(Some("ConstrainDevices=yes\nConstrainDevices=no\n")),
+            Status::Warning
+        );
         let o = &judge(&f(None))[2];
         assert!(o.what.contains("no cgroup.conf"), "{}", o.what);
         assert_eq!(judge(&f(None))[2].id, "node.devices.constrain");

@@ -89,9 +89,10 @@ pub fn gather(ctx: &Ctx) -> DeviceFacts {
             }
         })
         .collect();
-    let cgroup_conf = super::util::read_bytes(&ctx.slurm_dir().join("cgroup.conf"), super::util::MAX_READ)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let cgroup_conf =
+        super::util::read_bytes(&ctx.slurm_dir().join("cgroup.conf"), super::util::MAX_READ)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
     DeviceFacts {
         uverbs,
         gpus,
