@@ -35,7 +35,7 @@ impl Fabric {
 }
 
 /// The fabric behind `/sys/class/infiniband/*`, from each HCA's driver name (`device/driver` link):
-/// EFA if any HCA is `efa` (EFA nodes can also show an unrelated link-down RDMA device, seed 000), IB if
+/// EFA if any HCA is `efa` (EFA nodes can also show an unrelated link-down RDMA device), IB if
 /// any other hardware RDMA driver, `None` with no HCA. Software RDMA (`rxe`, `siw`, or no driver link)
 /// is no fabric: those nodes are Ethernet.
 pub fn detect_fabric<S: AsRef<str>>(drivers: &[S]) -> Option<Fabric> {
