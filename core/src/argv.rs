@@ -1,11 +1,14 @@
 //! srun / sbatch / salloc command lines, parsed the way Slurm's getopt_long does.
 //!
-//! The plugin reads `/proc/self/cmdline` in srun (spank-facts.md: it is srun's full argv in every local
+//! The plugin reads `/proc/self/cmdline` in srun (it is srun's full argv in every local
 //! callback) and must tell srun's own options from the command's: in `srun python train.py -c 4`, the
 //! `-c 4` belongs to python. Slurm parses with a `+` optstring (stop at the first operand), accepts
 //! `--opt=value`, `--opt value`, unambiguous prefixes of long options, `-c4`, `-c 4` and bundles such as
 //! `-lc4`. The tables below are the union of srun(1), sbatch(1) and salloc(1) for 22.05–25.x, plus
-//! Pyxis's options (registered through SPANK). An option missing from the tables (another site's SPANK
+//! Pyxis's options (registered through SPANK); `core/tests/data/slurm-options/` holds every long option
+//! of 22.05 and 24.11 as their own getopt_long accepts it (hidden aliases such as srun's
+//! `--tasks-per-node` included), and the tests check the tables against it and against the running
+//! release (`tests/tests/launch.rs`). An option missing from the tables (another site's SPANK
 //! option, a newer Slurm's) or an ambiguous abbreviation makes the parse [`ParsedArgv::uncertain`]:
 //! it is taken to have no argument, so parsing may stop early, and the checks then never reject on what
 //! they did not find (the command's own flags are never read as srun's).
@@ -34,9 +37,12 @@ impl Tool {
 
     fn short_opts(self) -> &'static str {
         // getopt optstrings without the leading '+': a letter followed by ':' takes an argument, by '::'
-        // an optional one (only as -Xvalue). From `--help` of each command on 22.05, with -B and -a.
+        // an optional one (only as -Xvalue). Probed from each command's getopt on 22.05 and 24.11
+        // (`scripts/slurm-options.sh`); srun's -F (`--nodefile`) is not in its `--help`.
         match self {
-            Tool::Srun => "A:b:B:c:C:d:D:e:EG:hHi:I::J:kK::lL:m:M:n:N:o:Op:q:Qr:sS:t:T:uvVw:W:x:XZ",
+            Tool::Srun => {
+                "A:b:B:c:C:d:D:e:EF:G:hHi:I::J:kK::lL:m:M:n:N:o:Op:q:Qr:sS:t:T:uvVw:W:x:XZ"
+            }
             Tool::Sbatch => "a:A:b:B:c:C:d:D:e:F:G:hHi:J:kL:m:M:n:N:o:Op:q:QsS:t:vVWw:x:",
             Tool::Salloc => "A:b:B:c:C:d:D:F:G:hHI::J:kK::L:m:M:n:N:Op:q:QsS:t:vVw:x:",
         }
@@ -110,6 +116,8 @@ const LONG_REQUIRED: &[&str] = &[
     "account",
     "acctg-freq",
     "array",
+    "autocomplete",
+    "batch",
     "bb",
     "bbf",
     "bcast-exclude",
@@ -159,6 +167,7 @@ const LONG_REQUIRED: &[&str] = &[
     "input",
     "job-name",
     "jobid",
+    "kill-on-invalid-dep",
     "licenses",
     "mail-type",
     "mail-user",
@@ -180,6 +189,7 @@ const LONG_REQUIRED: &[&str] = &[
     "ntasks-per-socket",
     "open-mode",
     "output",
+    "pack-group",
     "partition",
     "power",
     "prefer",
@@ -196,12 +206,14 @@ const LONG_REQUIRED: &[&str] = &[
     "switches",
     "task-epilog",
     "task-prolog",
+    "tasks-per-node",
     "thread-spec",
     "threads",
     "threads-per-core",
     "time",
     "time-min",
     "tmp",
+    "treewidth",
     "tres-bind",
     "tres-per-task",
     "uid",
@@ -238,6 +250,7 @@ const LONG_NONE: &[&str] = &[
     "container-remap-root",
     "container-writable",
     "contiguous",
+    "debugger-test",
     "disable-status",
     "exact",
     "external-launcher",
@@ -272,44 +285,55 @@ const LONG_NONE: &[&str] = &[
     "use-min-nodes",
     "verbose",
     "version",
+    "whole",
 ];
 
-/// Options of sbatch/salloc that srun does not have (they must not make srun's abbreviations ambiguous).
+/// Long options of the tables that srun has in neither 22.05 nor 24.11 (they must not make srun's
+/// abbreviations ambiguous). From `core/tests/data/slurm-options/`.
 const NOT_SRUN: &[&str] = &[
     "array",
+    "batch",
     "bell",
     "export-file",
     "get-user-env",
-    "gid",
     "ignore-pbs",
     "kill-command",
+    "kill-on-invalid-dep",
     "no-bell",
     "no-requeue",
     "no-shell",
-    "nodefile",
-    "open-mode",
     "parsable",
     "requeue",
-    "uid",
     "wait-all-nodes",
     "wrap",
 ];
 
-/// Options only srun has.
-const SRUN_ONLY: &[&str] = &[
+/// Long options of the tables that sbatch has in neither 22.05 nor 24.11.
+const NOT_SBATCH: &[&str] = &[
+    "accel-bind",
     "bcast",
     "bcast-exclude",
+    "bell",
     "compress",
+    "cpu-bind",
+    "debugger-test",
     "disable-status",
     "epilog",
     "exact",
-    "external-launcher",
+    "het-group",
+    "immediate",
     "interactive",
     "jobid",
+    "kill-command",
+    "kill-on-bad-exit",
     "label",
+    "mpi",
     "multi-prog",
     "no-allocate",
+    "no-bell",
+    "no-shell",
     "overlap",
+    "pack-group",
     "preserve-env",
     "prolog",
     "pty",
@@ -319,14 +343,71 @@ const SRUN_ONLY: &[&str] = &[
     "slurmd-debug",
     "task-epilog",
     "task-prolog",
+    "threads",
+    "treewidth",
     "unbuffered",
+    "whole",
+];
+
+/// Long options of the tables that salloc has in neither 22.05 nor 24.11.
+const NOT_SALLOC: &[&str] = &[
+    "accel-bind",
+    "array",
+    "batch",
+    "bcast",
+    "bcast-exclude",
+    "compress",
+    "cpu-bind",
+    "debugger-test",
+    "disable-status",
+    "epilog",
+    "error",
+    "exact",
+    "export",
+    "export-file",
+    "het-group",
+    "ignore-pbs",
+    "input",
+    "interactive",
+    "jobid",
+    "kill-on-bad-exit",
+    "kill-on-invalid-dep",
+    "label",
+    "mpi",
+    "multi-prog",
+    "no-allocate",
+    "no-requeue",
+    "open-mode",
+    "output",
+    "overlap",
+    "pack-group",
+    "parsable",
+    "preserve-env",
+    "prolog",
+    "propagate",
+    "pty",
+    "quit-on-interrupt",
+    "relative",
+    "requeue",
+    "send-libs",
+    "slurmd-debug",
+    "task-epilog",
+    "task-prolog",
+    "test-only",
+    "threads",
+    "treewidth",
+    "unbuffered",
+    "wait",
+    "whole",
+    "wrap",
 ];
 
 /// Whether `tool` has the long option `name` (for getopt_long's abbreviation matching).
 fn available(tool: Tool, name: &str) -> bool {
     match tool {
-        Tool::Srun => !NOT_SRUN.contains(&name),
-        Tool::Sbatch | Tool::Salloc => !SRUN_ONLY.contains(&name),
+        Tool::Srun => NOT_SRUN.binary_search(&name).is_err(),
+        Tool::Sbatch => NOT_SBATCH.binary_search(&name).is_err(),
+        Tool::Salloc => NOT_SALLOC.binary_search(&name).is_err(),
     }
 }
 
@@ -348,6 +429,30 @@ fn arg_kind(tool: Tool, name: &str) -> Option<Arg> {
     } else {
         None
     }
+}
+
+/// Hidden aliases under the name the checks read (`--tasks-per-node` is `--ntasks-per-node`,
+/// `--pack-group` the old name of `--het-group`).
+fn canonical(name: &'static str) -> &'static str {
+    match name {
+        "tasks-per-node" => "ntasks-per-node",
+        "pack-group" => "het-group",
+        other => other,
+    }
+}
+
+/// How `tool` takes the long option `name` (exact name, no abbreviation): `Some("required")`,
+/// `Some("optional")` (only as `--name=value`) or `Some("none")`; `None` when the tables do not have it
+/// for this tool. For tests that compare the tables with a real binary.
+pub fn option_arg(tool: Tool, name: &str) -> Option<&'static str> {
+    if !available(tool, name) {
+        return None;
+    }
+    arg_kind(tool, name).map(|k| match k {
+        Arg::Required => "required",
+        Arg::Optional => "optional",
+        Arg::None => "none",
+    })
 }
 
 /// Resolves a long option as getopt_long does: an exact name, or an unambiguous prefix.
@@ -431,6 +536,7 @@ pub fn parse(tool: Tool, argv: &[String]) -> ParsedArgv {
             };
             match resolve_long(tool, name) {
                 Some((canon, kind)) => {
+                    let canon = canonical(canon);
                     let value = match (kind, inline) {
                         (Arg::None, _) => None,
                         (Arg::Optional, v) => v,
@@ -549,7 +655,14 @@ mod tests {
 
     #[test]
     fn tables_are_sorted_for_binary_search() {
-        for t in [LONG_REQUIRED, LONG_OPTIONAL, LONG_NONE, NOT_SRUN, SRUN_ONLY] {
+        for t in [
+            LONG_REQUIRED,
+            LONG_OPTIONAL,
+            LONG_NONE,
+            NOT_SRUN,
+            NOT_SBATCH,
+            NOT_SALLOC,
+        ] {
             let mut s = t.to_vec();
             s.sort_unstable();
             assert_eq!(s, t.to_vec());
@@ -678,6 +791,90 @@ mod tests {
         let p = parse(Tool::Srun, &v(&["srun", "-W", "30", "true"]));
         assert_eq!(p.value("wait"), Some("30"));
         assert_eq!(p.operands, v(&["true"]));
+    }
+
+    /// Every long option srun, sbatch and salloc 22.05 and 24.11 accept (probed from the binaries'
+    /// getopt_long, `scripts/slurm-options.sh`) parses with the right argument, so that the command's
+    /// own flags are never read as srun's and no option makes the parse uncertain.
+    #[test]
+    fn every_option_of_22_05_and_24_11_parses() {
+        let files: &[(Tool, &str, &str)] = &[
+            (
+                Tool::Srun,
+                "22.05",
+                include_str!("../tests/data/slurm-options/22.05-srun.txt"),
+            ),
+            (
+                Tool::Srun,
+                "24.11",
+                include_str!("../tests/data/slurm-options/24.11-srun.txt"),
+            ),
+            (
+                Tool::Sbatch,
+                "22.05",
+                include_str!("../tests/data/slurm-options/22.05-sbatch.txt"),
+            ),
+            (
+                Tool::Sbatch,
+                "24.11",
+                include_str!("../tests/data/slurm-options/24.11-sbatch.txt"),
+            ),
+            (
+                Tool::Salloc,
+                "22.05",
+                include_str!("../tests/data/slurm-options/22.05-salloc.txt"),
+            ),
+            (
+                Tool::Salloc,
+                "24.11",
+                include_str!("../tests/data/slurm-options/24.11-salloc.txt"),
+            ),
+        ];
+        let mut n = 0;
+        for (tool, rel, text) in files {
+            let argv0 = match tool {
+                Tool::Srun => "srun",
+                Tool::Sbatch => "sbatch",
+                Tool::Salloc => "salloc",
+            };
+            for line in text
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.is_empty())
+            {
+                let (name, kind) = line.split_once(' ').unwrap();
+                n += 1;
+                // `optional` and `none` parse alike unless written with '='.
+                let want = if kind == "optional" { "none" } else { kind };
+                let got = option_arg(*tool, name).map(|k| if k == "optional" { "none" } else { k });
+                assert_eq!(got, Some(want), "{argv0} {rel} --{name}");
+                let argv: Vec<String> = if kind == "required" {
+                    v(&[argv0, &format!("--{name}"), "VALUE", "cmd", "-c", "4"])
+                } else {
+                    v(&[argv0, &format!("--{name}"), "cmd", "-c", "4"])
+                };
+                let p = parse(*tool, &argv);
+                assert!(!p.uncertain, "{argv0} {rel} --{name}: {p:?}");
+                assert_eq!(p.operands, v(&["cmd", "-c", "4"]), "{argv0} {rel} --{name}");
+                if name != "cpus-per-task" {
+                    assert_eq!(p.value("cpus-per-task"), None, "{argv0} {rel} --{name}");
+                }
+            }
+        }
+        assert!(n > 600, "{n} options");
+    }
+
+    #[test]
+    fn hidden_aliases_keep_the_cpu_judgement_in_srun() {
+        // `--tasks-per-node` is not in `srun --help` but srun takes it (with a value).
+        let p = parse(
+            Tool::Srun,
+            &v(&["srun", "--gres=gpu:2", "--tasks-per-node=1", "true"]),
+        );
+        assert!(!p.uncertain, "{p:?}");
+        assert_eq!(p.value("ntasks-per-node"), Some("1"));
+        let p = parse(Tool::Srun, &v(&["srun", "-F", "hosts", "-c", "8", "true"]));
+        assert_eq!(p.value("nodefile"), Some("hosts"));
+        assert_eq!(p.value("cpus-per-task"), Some("8"));
     }
 
     #[test]

@@ -14,7 +14,10 @@
 //! - `devices=/dev/a,/dev/b` adds devices every step must see (`devices=enforce|warn|off` sets the
 //!   mode of `launch.devices` instead);
 //! - `fabric=efa|ib|auto` (default `auto`: the drivers behind `/sys/class/infiniband`);
-//! - `nccl_rules=PATH` (default `/etc/launchguard/nccl-rules.conf` when it exists) adds NCCL rules.
+//! - `nccl_rules=PATH` (default `/etc/launchguard/nccl-rules.conf` when it exists) adds NCCL rules;
+//! - `profile=NAME` (default none) names the node's SKU profile
+//!   ([`crate::checks::nccl_env::profiles`], e.g. `gb300-mnnvl`): settings it makes deliberate are not
+//!   flagged, and its CPUs per task is the `-c` advice when the node's size is unknown.
 //!
 //! A bad argument never makes the plugin fail a job: it is reported as an [`ArgProblem`] and that
 //! argument keeps its safe default. `launchguard check-args` prints the same problems and exits 2.
@@ -116,6 +119,8 @@ pub struct Policy {
     /// (default `/run/launchguard/agent.sock`; `none` disables reports). Fail-open: a missing or busy
     /// agent never delays or fails a launch.
     pub agent_socket: Option<String>,
+    /// `profile=NAME`: the node's SKU profile (a name from [`crate::checks::nccl_env::profiles`]).
+    pub profile: Option<String>,
 }
 
 impl Default for Policy {
@@ -133,6 +138,7 @@ impl Default for Policy {
             nccl_rules: DEFAULT_NCCL_RULES.into(),
             timing: false,
             agent_socket: Some(crate::protocol::DEFAULT_SOCKET.into()),
+            profile: None,
         }
     }
 }
@@ -194,6 +200,10 @@ impl Policy {
             "agent_socket={}",
             self.agent_socket.as_deref().unwrap_or("none")
         ));
+        out.push(format!(
+            "profile={}",
+            self.profile.as_deref().unwrap_or("none")
+        ));
         out
     }
 }
@@ -236,6 +246,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "nccl_rules",
     "timing",
     "agent_socket",
+    "profile",
 ];
 
 /// An absolute path without whitespace or control characters (plugstack splits on whitespace).
@@ -307,6 +318,24 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                     policy.enroot_runtime_path = Some(value.into());
                 }
             }
+            "profile" => {
+                let v = value.to_ascii_lowercase();
+                if v == "none" {
+                    policy.profile = None;
+                } else if crate::checks::nccl_env::profile(&v).is_some() {
+                    policy.profile = Some(v);
+                } else {
+                    problem(format!(
+                        "'{}' is not a known profile ({}, none); using no profile",
+                        crate::finding::clip(value, 40),
+                        crate::checks::nccl_env::profiles()
+                            .iter()
+                            .map(|p| p.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
             "fabric" => match value.to_ascii_lowercase().as_str() {
                 "auto" => policy.fabric = FabricChoice::Auto,
                 "efa" => policy.fabric = FabricChoice::Efa,
@@ -374,6 +403,17 @@ fn parse_bool(s: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_names_a_known_sku_profile() {
+        let (p, probs) = parse_args(&["profile=GB300-MNNVL"]);
+        assert!(probs.is_empty(), "{probs:?}");
+        assert_eq!(p.profile.as_deref(), Some("gb300-mnnvl"));
+        let (p, probs) = parse_args(&["profile=gb200"]);
+        assert_eq!(p.profile, None);
+        assert_eq!(probs.len(), 1);
+        assert!(probs[0].problem.contains("gb300-mnnvl"), "{}", probs[0]);
+    }
 
     #[test]
     fn defaults_are_warn_gpu_only_auto() {

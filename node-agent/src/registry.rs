@@ -128,9 +128,20 @@ fn nccl_env(ctx: &Ctx) -> FamilyResult {
 }
 
 fn devices(ctx: &Ctx) -> FamilyResult {
+    let f = gather::devices::gather(ctx);
+    let rdma: Vec<String> = f.rdma.iter().map(|d| d.describe()).collect();
     FamilyResult {
-        outcomes: launchguard_core::node::devices::judge(&gather::devices::gather(ctx)),
-        facts: vec![],
+        outcomes: launchguard_core::node::devices::judge(&f),
+        // e.g. "rdmap16s27 efa ACTIVE, mlx5_0 mlx5_core DOWN": which extra RDMA devices sit next
+        // to EFA, and whether their links are up (a link-down one needs no action).
+        facts: vec![(
+            "rdma_devices",
+            if rdma.is_empty() {
+                "none".into()
+            } else {
+                rdma.join(", ")
+            },
+        )],
     }
 }
 

@@ -116,3 +116,77 @@ pub fn srun_node_facts() -> NodeFacts {
         }
     }
 }
+
+/// Most time `sinfo` may take for the `-c` advice; it is killed after that.
+const SINFO_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Runs `argv` with stdin closed, for at most `limit`, and returns its stdout (at most 256 KiB) if it
+/// exited 0 in time. The child is killed (and reaped) on timeout. No threads: the pipe is drained
+/// after exit, so a command that fills more than the pipe buffer (64 KiB) before exiting counts as a
+/// timeout.
+pub fn run_bounded(argv: &[&str], limit: std::time::Duration) -> Option<String> {
+    use std::process::{Command, Stdio};
+    let (prog, args) = argv.split_first()?;
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let start = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                let mut out = Vec::new();
+                let _ = child.stdout.take()?.take(256 << 10).read_to_end(&mut out);
+                return st
+                    .success()
+                    .then(|| String::from_utf8_lossy(&out).into_owned());
+            }
+            Ok(None) if start.elapsed() < limit => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// The node size of the partition the launch goes to, from `sinfo` (at most 1.5 s), for the `-c`
+/// advice on a login node without GPUs. Unknown (both `None`) when sinfo fails, is slow or the
+/// partition's nodes differ.
+pub fn partition_node_facts(partition: Option<&str>) -> NodeFacts {
+    match run_bounded(&["sinfo", "-h", "-o", "%P %c %G"], SINFO_TIMEOUT) {
+        Some(out) => launchguard_core::checks::gpus::partition_node_facts(&out, partition),
+        None => NodeFacts::default(),
+    }
+}
+
+/// The NCCL rules: the built-in table plus the admin's file (`nccl_rules=`), and the problems of its
+/// bad lines.
+pub fn nccl_rules(policy: &Policy) -> (Vec<launchguard_core::checks::nccl_env::Rule>, Vec<String>) {
+    use launchguard_core::checks::nccl_env;
+    let mut rules = nccl_env::builtin_rules();
+    let mut problems = vec![];
+    if let Some(text) = read_small(Path::new(&policy.nccl_rules), 1 << 20) {
+        let (r, p) = nccl_env::parse_rules(&text, &policy.nccl_rules);
+        rules.extend(r);
+        problems = p;
+    }
+    (rules, problems)
+}
+
+/// The fabric the admin configured (`fabric=efa|ib`); `None` for `auto`.
+pub fn configured_fabric(policy: &Policy) -> Option<launchguard_core::checks::nccl_env::Fabric> {
+    use launchguard_core::checks::nccl_env::Fabric;
+    use launchguard_core::policy::FabricChoice;
+    match policy.fabric {
+        FabricChoice::Efa => Some(Fabric::Efa),
+        FabricChoice::Ib => Some(Fabric::Ib),
+        FabricChoice::Auto => None,
+    }
+}

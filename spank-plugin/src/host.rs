@@ -5,7 +5,7 @@
 
 use crate::ffi;
 use crate::gather::read_small;
-use launchguard_core::checks::nccl_env::{self, Rule};
+use launchguard_core::checks::nccl_env::Rule;
 use launchguard_core::{gres, Policy};
 use std::path::Path;
 
@@ -135,15 +135,11 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
     } else {
         g.gpu_files
     };
-    let mut nccl_rules = nccl_env::builtin_rules();
-    if let Some(text) = read_small(Path::new(&policy.nccl_rules), 1 << 20) {
-        let (rules, problems) = nccl_env::parse_rules(&text, &policy.nccl_rules);
-        for p in problems {
-            ffi::log_error(&format!(
-                "launchguard: NCCL rules file: {p} (line skipped; {label})"
-            ));
-        }
-        nccl_rules.extend(rules);
+    let (nccl_rules, problems) = crate::gather::nccl_rules(policy);
+    for p in problems {
+        ffi::log_error(&format!(
+            "launchguard: NCCL rules file: {p} (line skipped; {label})"
+        ));
     }
     HostFacts {
         gpu_files,

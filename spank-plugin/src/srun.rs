@@ -1,13 +1,15 @@
 //! srun, before allocation (`init_post_opt`, local context): judges srun's own argv and environment.
 //!
 //! A rejection here stops srun before any allocation with exit code 1 and Slurm's own line
-//! `Plugin stack post-option processing failed` after ours (spank-facts.md, "Rejecting and warning").
+//! `Plugin stack post-option processing failed` after ours.
 
 use crate::ffi::{self, Spank};
 use crate::gather;
 use launchguard_core::argv::{self, Tool};
+use launchguard_core::checks::cpus_per_task::CpusSource;
+use launchguard_core::checks::gpus::srun_gpu_request;
 use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
-use launchguard_core::checks::{cpus_per_task, export, judge};
+use launchguard_core::checks::{cpus_per_task, export, judge, nccl_env};
 use launchguard_core::{CheckKind, Mode};
 
 /// The line after the findings of a launch that enforce mode stops, so that Slurm's own error lines
@@ -46,12 +48,46 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     let mut findings = vec![];
     let mut cpus = CpusMark::Unjudged;
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
-        let (f, mark) =
-            cpus_per_task::check_srun(release, &parsed, &env, gather::srun_node_facts, &policy);
+        // A launch without any CPU count gets a finding: worth asking the partition for its node
+        // size (sinfo, bounded) when this machine has no GPUs to tell.
+        let no_count =
+            cpus_per_task::srun_cpus_source(release, &parsed, &env) == CpusSource::Default;
+        let node = || {
+            let local = gather::srun_node_facts();
+            if local.gpus.is_none() && no_count {
+                let part = parsed
+                    .value("partition")
+                    .map(str::to_string)
+                    .or_else(|| std::env::var("SLURM_PARTITION").ok());
+                gather::partition_node_facts(part.as_deref())
+            } else {
+                local
+            }
+        };
+        let (f, mark) = cpus_per_task::check_srun(release, &parsed, &env, node, &policy);
         findings.extend(f);
         cpus = mark;
     }
     findings.extend(export::check_srun(&parsed, &env));
+    if policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
+        let vars: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| nccl_env::VAR_PREFIXES.iter().any(|p| k.starts_with(p)))
+            .take(512)
+            .collect();
+        if !vars.is_empty() {
+            let (rules, _) = gather::nccl_rules(&policy);
+            findings.extend(nccl_env::check_srun(
+                &parsed,
+                std::env::var("SLURM_EXPORT_ENV").ok().as_deref(),
+                &vars,
+                gather::configured_fabric(&policy),
+                policy.gpu_steps_only,
+                srun_gpu_request(&parsed, &env).is_gpu(),
+                policy.profile.as_deref(),
+                &rules,
+            ));
+        }
+    }
     let verdict = judge(findings, &policy);
     for f in &verdict.shown {
         ffi::log_user(&f.to_string());
@@ -63,6 +99,13 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         reported: verdict.shown.iter().map(|f| f.id().to_string()).collect(),
     };
     ffi::set_srun_env(marker::VAR, &m.encode());
+    let to_file = parsed.value("output").is_some()
+        || parsed.value("error").is_some()
+        || std::env::var_os("SLURM_STDOUTMODE").is_some()
+        || std::env::var_os("SLURM_STDERRMODE").is_some();
+    if to_file {
+        ffi::set_srun_env(crate::stepd::OUTPUT_VAR, "file");
+    }
     if verdict.reject {
         ffi::log_user(STOPPED);
     }

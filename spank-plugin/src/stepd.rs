@@ -1,17 +1,23 @@
 //! slurmstepd (remote context): judges the step as Slurm built it.
 //!
 //! - `user_init` (once per step on each node, before the tasks fork) judges CPUs per task from
-//!   `S_STEP_CPUS_PER_TASK` (the truth) and the step's GPUs. Warnings print there, on node 0 only, so a
-//!   multi-node step shows each finding once.
+//!   `S_STEP_CPUS_PER_TASK` (the truth) and the step's GPUs, and the NCCL environment of the job
+//!   (`launch.nccl_env`, GPU steps only under `gpu_steps_only=yes`). Findings print there, on node 0
+//!   only, so a multi-node step shows each finding once, and before any task exists, so a rejection's
+//!   line comes before Slurm's `task 0: Exited with exit code 1`. When srun sends the step's output to
+//!   a file (`srun -o FILE`, told by srun's plugin in [`OUTPUT_VAR`]), the user's terminal would see
+//!   none of it: `task_init_privileged` then also sends a rejection to srun with `scontrol notify`
+//!   (Slurm relays it as `srun: <line>`; bounded to 2 s).
 //! - `task_init_privileged` (each task, root, before any other plugin's `task_init`) stops every task
 //!   of a step rejected in `user_init`; it is the first remote callback whose failure reaches srun's exit
 //!   code (exit 1) — a failing `user_init` only gives `task 0 launch failed` and exit 0 on 22.05
-//!   (spank-facts.md). Task 0 prints the reason.
+//!   (docs: Slurm's spank(8) and the measurements in README). user_init printed the reason.
 //!   It also makes sure enroot's runtime directory exists (`launch.enroot_runtime`, repaired as root
 //!   before Pyxis's `task_init` needs it) and gathers the host facts `task_init` needs.
 //! - `task_init` (each task, as the user, just before execve; inside the container when launchguard
 //!   is listed after Pyxis) judges what the program will really get: a missing `PATH`, hidden or
-//!   denied devices (`launch.devices`, with `access(2)`), the NCCL environment (`launch.nccl_env`).
+//!   denied devices and extra active RDMA devices next to EFA (`launch.devices`, with `access(2)`),
+//!   an aws-ofi-nccl plugin in the task's view while `NCCL_NET` is unpinned (`launch.nccl_env`).
 //!
 //! What srun's plugin already reported (`SLURM_LAUNCHGUARD_SRUN`) is not repeated.
 
@@ -46,6 +52,8 @@ struct StepState {
     step: u64,
     uid: u32,
     marker: Option<SrunMarker>,
+    /// The verdict of `user_init`'s checks (CPUs per task, NCCL environment), enforced in
+    /// `task_init_privileged`.
     cpus: Verdict,
     /// Node facts for `task_init`'s checks, gathered once here (before the tasks fork).
     host: Option<HostFacts>,
@@ -57,13 +65,10 @@ static STATE: OnceLock<Option<StepState>> = OnceLock::new();
 /// at `task_init` means the task now runs in a container).
 static TIP_MNT_NS: OnceLock<Option<String>> = OnceLock::new();
 
-/// The step's `NCCL_*`/`FI_*` variables at `task_init_privileged`, before Pyxis's `task_init` imports
+/// The step's variables that `launch.nccl_env` reads (`nccl_env::VAR_PREFIXES`) at `task_init_privileged`, before Pyxis's `task_init` imports
 /// the container's environment into the step (Pyxis `spank_import_container_env`): at `task_init`,
 /// a variable that is new or changed came from the image.
 static TIP_NCCL_ENV: OnceLock<Vec<(String, String)>> = OnceLock::new();
-
-/// The prefixes `launch.nccl_env` reads.
-const NCCL_PREFIXES: &[&str] = &["NCCL_", "FI_"];
 
 fn mnt_ns() -> Option<String> {
     std::fs::read_link("/proc/self/ns/mnt")
@@ -79,13 +84,81 @@ pub fn user_init(sp: &Spank) -> bool {
             ffi::log_info(&format!("{f} ({})", st.label));
         }
         let node_id = sp.get_number(NumItem::NodeId).unwrap_or(0);
-        if !st.cpus.reject && node_id == 0 {
-            for f in &st.cpus.shown {
-                ffi::log_user(&f.to_string());
+        if node_id == 0 {
+            let already = |f: &launchguard_core::Finding| {
+                // srun showed the same family's warnings already; a rejection is always shown.
+                f.check == CheckKind::NcclEnv
+                    && !st.cpus.reject
+                    && st.marker.as_ref().is_some_and(|m| m.reported(f.id()))
+            };
+            let lines: Vec<String> = st
+                .cpus
+                .shown
+                .iter()
+                .filter(|f| !already(f))
+                .map(|f| f.to_string())
+                .collect();
+            for l in &lines {
+                ffi::log_user(l);
+            }
+            if st.cpus.reject {
+                ffi::log_user(STOPPED);
             }
         }
     }
     true
+}
+
+/// Name of the variable srun's plugin sets (to `file`) when the step's output goes to a file
+/// (`-o`/`-e`, `SLURM_STDOUTMODE`/`SLURM_STDERRMODE`), so that nothing slurmstepd prints reaches the
+/// user's terminal. srun copies `SLURM_*` variables into every step's environment. It only chooses how a
+/// rejection is delivered, never whether there is one. slurmstepd cannot tell by itself: the task's and
+/// its own stderr are pipes to its I/O thread even when that thread writes a file (measured on 22.05).
+pub const OUTPUT_VAR: &str = "SLURM_LAUNCHGUARD_OUTPUT";
+
+/// `scontrol` beside this slurmstepd (`…/sbin/slurmstepd` → `…/bin/scontrol`), else in the usual places.
+fn scontrol_path() -> Option<std::path::PathBuf> {
+    let mut cands = vec![];
+    if let Ok(exe) = std::fs::read_link("/proc/self/exe") {
+        if let Some(prefix) = exe.parent().and_then(|d| d.parent()) {
+            cands.push(prefix.join("bin/scontrol"));
+        }
+    }
+    cands.extend(
+        [
+            "/usr/bin/scontrol",
+            "/usr/local/bin/scontrol",
+            "/opt/slurm/bin/scontrol",
+        ]
+        .map(Into::into),
+    );
+    cands.into_iter().find(|p| p.is_file())
+}
+
+/// Sends the rejection's lines to the job's srun (`scontrol notify JOBID MSG`, relayed by slurmctld
+/// and printed by srun as `srun: <line>`), so that a user whose step output goes to a file still sees
+/// why the step stopped. Bounded to 2 s, then waits 300 ms so that slurmctld can relay it before the
+/// tasks exit and srun leaves. Runs as root in the task child (`task_init_privileged`).
+fn notify_srun(job: u64, lines: &[String]) {
+    let Some(scontrol) = scontrol_path() else {
+        return;
+    };
+    let mut msg: String = lines.iter().take(4).cloned().collect::<Vec<_>>().join("\n");
+    msg.push('\n');
+    msg.push_str(STOPPED);
+    let job = job.to_string();
+    let prog = scontrol.to_string_lossy().into_owned();
+    let sent = gather::run_bounded(
+        &[&prog, "notify", &job, &msg],
+        std::time::Duration::from_secs(2),
+    );
+    ffi::log_info(&format!(
+        "launchguard: the step's stderr is a file: rejection relayed to srun with scontrol notify: {} (job {job})",
+        if sent.is_some() { "sent" } else { "failed" }
+    ));
+    if sent.is_some() {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
 }
 
 fn gather_state(sp: &Spank) -> Option<StepState> {
@@ -128,13 +201,31 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
             &policy,
         ));
     }
-    let cpus = judge(findings, &policy);
     let needs_host = policy.mode_for(CheckKind::Devices) != Mode::Off
         || policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
     let step_has_gpus = sp
         .getenv("SLURM_STEP_GPUS")
         .is_some_and(|l| launchguard_core::checks::gpus::count_list(&l) > 0);
     let host = needs_host.then(|| host::gather(&policy, &label, step_has_gpus));
+    let nccl_judged = policy.mode_for(CheckKind::NcclEnv) != Mode::Off
+        && (step_has_gpus || !policy.gpu_steps_only);
+    if let (Some(h), true) = (host.as_ref(), nccl_judged) {
+        let vars = sp.job_env_with_prefixes(nccl_env::VAR_PREFIXES);
+        let hcas: Vec<String> = h.hcas.iter().map(|x| x.name.clone()).collect();
+        let step_gpus = sp.getenv("SLURM_STEP_GPUS");
+        let ctx = nccl_env::Context {
+            fabric: node_fabric(&policy, h),
+            interfaces: Some(&h.interfaces),
+            hcas: Some(&hcas),
+            gpu_step: Some(step_has_gpus),
+            step_gpus: step_gpus.as_deref(),
+            ofi_plugin: None,
+            profile: policy.profile.as_deref(),
+            from_image: &[],
+        };
+        findings.extend(nccl_env::check_in(&vars, &ctx, &h.nccl_rules));
+    }
+    let cpus = judge(findings, &policy);
     Some(StepState {
         policy,
         label,
@@ -186,11 +277,18 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
     };
     let local0 = sp.get_number(NumItem::TaskLocalId) == Some(0);
     if st.cpus.reject {
+        // user_init printed the reasons (node 0) before any task existed; when task 0's stderr is a
+        // file (`srun -o FILE`) they never reach the terminal that way, so they are relayed.
         if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
-            for f in &st.cpus.shown {
-                ffi::log_user(&f.to_string());
+            if sp.getenv(OUTPUT_VAR).is_some_and(|v| v == "file") {
+                let lines: Vec<String> = st.cpus.shown.iter().map(|f| f.to_string()).collect();
+                notify_srun(st.job, &lines);
+            } else {
+                // slurmstepd's I/O thread forwards user_init's lines to srun on its own schedule,
+                // while the task's exit goes to srun at once: wait a little (rejections only) so
+                // that srun prints our line before its `task 0: Exited with exit code 1`.
+                std::thread::sleep(std::time::Duration::from_millis(300));
             }
-            ffi::log_user(STOPPED);
         }
         if local0 {
             report(st, "step", &st.cpus.shown, true);
@@ -199,7 +297,7 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
     }
     let _ = TIP_MNT_NS.set(mnt_ns());
     if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
-        let _ = TIP_NCCL_ENV.set(sp.job_env_with_prefixes(NCCL_PREFIXES));
+        let _ = TIP_NCCL_ENV.set(sp.job_env_with_prefixes(nccl_env::VAR_PREFIXES));
     }
     let mut ok = true;
     let mut seen = st.cpus.shown.clone();
@@ -316,36 +414,80 @@ pub fn task_init(sp: &Spank) -> bool {
     }
     let mut ok = true;
     if let Some(h) = st.host.as_ref() {
-        if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
-            let fabric = match st.policy.fabric {
-                FabricChoice::Efa => Some(Fabric::Efa),
-                FabricChoice::Ib => Some(Fabric::Ib),
-                FabricChoice::Auto => {
-                    let drivers: Vec<&str> = h.hcas.iter().map(|x| x.driver.as_str()).collect();
-                    nccl_env::detect_fabric(&drivers)
-                }
+        let step_has_gpus = sp
+            .getenv("SLURM_STEP_GPUS")
+            .is_some_and(|l| launchguard_core::checks::gpus::count_list(&l) > 0);
+        if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off
+            && (step_has_gpus || !st.policy.gpu_steps_only)
+        {
+            // Only the rule about the task's own view (an OFI plugin in the image); the others were
+            // judged in user_init.
+            let ofi = find_ofi_plugin(sp);
+            let rules: Vec<nccl_env::Rule> = h
+                .nccl_rules
+                .iter()
+                .filter(|r| r.cond == nccl_env::Cond::UnsetWithOfiPlugin)
+                .cloned()
+                .collect();
+            let vars = sp.job_env_with_prefixes(&["NCCL_NET"]);
+            let ctx = nccl_env::Context {
+                fabric: node_fabric(&st.policy, h),
+                gpu_step: Some(step_has_gpus),
+                ofi_plugin: ofi.as_deref(),
+                profile: st.policy.profile.as_deref(),
+                ..nccl_env::Context::default()
             };
-            let vars = sp.job_env_with_prefixes(NCCL_PREFIXES);
+            findings.extend(nccl_env::check_in(&vars, &ctx, &rules));
+            // The image's own variables: user_init judged the job's environment before any container
+            // existed, so what Pyxis imported from the image (its ENV, its /etc/environment) is judged
+            // here, attributed to the image, with a fix the user can apply (docs/spank.md, "Next to
+            // Pyxis").
+            let all = sp.job_env_with_prefixes(nccl_env::VAR_PREFIXES);
             let from_image = match TIP_NCCL_ENV.get() {
-                Some(before) if container && entered => nccl_env::image_vars(before, &vars),
+                Some(before) if container && entered => nccl_env::image_vars(before, &all),
                 _ => vec![],
             };
-            findings.extend(nccl_env::check_with_origin(
-                &vars,
-                &from_image,
-                fabric,
-                Some(&h.interfaces),
-                &h.nccl_rules,
-            ));
+            if !from_image.is_empty() {
+                let image_set: Vec<(String, String)> = all
+                    .iter()
+                    .filter(|(k, _)| from_image.contains(k))
+                    .cloned()
+                    .collect();
+                let hcas: Vec<String> = h.hcas.iter().map(|x| x.name.clone()).collect();
+                let step_gpus = sp.getenv("SLURM_STEP_GPUS");
+                let others: Vec<nccl_env::Rule> = h
+                    .nccl_rules
+                    .iter()
+                    .filter(|r| r.cond != nccl_env::Cond::UnsetWithOfiPlugin)
+                    .cloned()
+                    .collect();
+                let ctx = nccl_env::Context {
+                    interfaces: Some(&h.interfaces),
+                    hcas: Some(&hcas),
+                    step_gpus: step_gpus.as_deref(),
+                    ofi_plugin: None,
+                    from_image: &from_image,
+                    ..ctx
+                };
+                findings.extend(nccl_env::check_in(&image_set, &ctx, &others));
+            }
         }
         if st.policy.mode_for(CheckKind::Devices) != Mode::Off {
-            ok &= speak(
-                sp,
-                st,
-                devices::check(&step_devices(sp, st, h)),
-                true,
-                &mut seen,
-            );
+            let mut found = devices::check(&step_devices(sp, st, h));
+            if node_fabric(&st.policy, h) == Some(Fabric::Efa) {
+                let nics: Vec<devices::RdmaNic> = h
+                    .hcas
+                    .iter()
+                    .map(|x| devices::RdmaNic {
+                        name: x.name.clone(),
+                        driver: x.driver.clone(),
+                        active: x.active,
+                        exposed: x.uverbs.iter().any(|u| probe(u) == Access::Ok),
+                    })
+                    .collect();
+                found.extend(devices::extra_rdma_next_to_efa(&nics));
+            }
+            ok &= speak(sp, st, found, true, &mut seen);
         }
     }
     ok &= speak(sp, st, findings, false, &mut seen);
@@ -353,6 +495,63 @@ pub fn task_init(sp: &Spank) -> bool {
         report(st, "task", &seen, !ok);
     }
     ok
+}
+
+/// The node's fabric: the admin's `fabric=`, else the drivers behind `/sys/class/infiniband`.
+fn node_fabric(policy: &Policy, h: &HostFacts) -> Option<Fabric> {
+    match policy.fabric {
+        FabricChoice::Efa => Some(Fabric::Efa),
+        FabricChoice::Ib => Some(Fabric::Ib),
+        FabricChoice::Auto => {
+            let drivers: Vec<&str> = h.hcas.iter().map(|x| x.driver.as_str()).collect();
+            nccl_env::detect_fabric(&drivers)
+        }
+    }
+}
+
+/// An aws-ofi-nccl plugin the task can load (in its own view: inside the container when listed after
+/// Pyxis): `NCCL_NET_PLUGIN` when it is a path, the job's `LD_LIBRARY_PATH` directories (at most 16)
+/// and the usual install directories. At most 2,048 entries are read per directory.
+fn find_ofi_plugin(sp: &Spank) -> Option<String> {
+    if let Some(p) = sp.getenv("NCCL_NET_PLUGIN").filter(|p| p.starts_with('/')) {
+        if nccl_env::is_ofi_plugin(&p) && std::path::Path::new(&p).is_file() {
+            return Some(p);
+        }
+    }
+    let mut dirs: Vec<String> = sp
+        .getenv("LD_LIBRARY_PATH")
+        .map(|l| {
+            l.split(':')
+                .filter(|d| d.starts_with('/'))
+                .take(16)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.extend(
+        [
+            "/opt/amazon/ofi-nccl/lib",
+            "/opt/amazon/ofi-nccl/lib64",
+            "/opt/aws-ofi-nccl/lib",
+            "/usr/local/lib",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib64",
+        ]
+        .map(str::to_string),
+    );
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.filter_map(Result::ok).take(2048) {
+            let path = format!("{d}/{}", e.file_name().to_string_lossy());
+            if nccl_env::is_ofi_plugin(&path) {
+                return Some(path);
+            }
+        }
+    }
+    None
 }
 
 fn probe(path: &str) -> Access {

@@ -553,3 +553,193 @@ fn garbage_values_never_break_a_launch() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.len(), long.len() + 1);
 }
+
+/// What the running `tool`'s own getopt_long says about `--name`: `required`, `none` or `optional`
+/// (only as `--name=value`), or `None` when it does not take the option at all (24.11's srun still
+/// prints `--power` in its help but refuses it). sbatch and salloc get a non-existent partition and
+/// mutually exclusive memory options, srun no command, so nothing is ever allocated.
+fn getopt_kind(tool: &str, name: &str) -> Option<&'static str> {
+    let mut argv = vec![tool];
+    if tool != "srun" {
+        argv.extend(["-p", "lgnopart", "--mem=1", "--mem-per-cpu=1"]);
+    }
+    let bare = format!("--{name}");
+    let mut a = argv.clone();
+    a.push(&bare);
+    let r = run(As::Root, &[], &a);
+    if r.stderr.contains("unrecognized option") {
+        return None;
+    }
+    if r.stderr.contains("requires an argument") {
+        return Some("required");
+    }
+    let with = format!("--{name}=x");
+    let mut a = argv.clone();
+    a.push(&with);
+    let r = run(As::Root, &[], &a);
+    if r.stderr.contains("doesn't allow an argument") {
+        Some("none")
+    } else {
+        Some("optional")
+    }
+}
+
+/// Issue: options missing from the argv tables moved the CPU judgement from srun to slurmstepd. Every
+/// option the running release prints in `srun/sbatch/salloc --help`, and srun's hidden
+/// `--tasks-per-node`, must be in the tables with the argument the binary's getopt gives it.
+#[test]
+fn every_option_in_help_of_the_running_release_parses() {
+    use launchguard_core::argv::{option_arg, Tool};
+    let norm = |k: &str| if k == "optional" { "none" } else { k }.to_string();
+    let mut checked = 0;
+    for (tool, name) in [
+        (Tool::Srun, "srun"),
+        (Tool::Sbatch, "sbatch"),
+        (Tool::Salloc, "salloc"),
+    ] {
+        let help = run(As::Root, &[], &[name, "--help"]);
+        let mut opts: Vec<String> = help
+            .stdout
+            .split(|c: char| c.is_whitespace() || c == ',' || c == '[' || c == '=')
+            .filter_map(|w| w.strip_prefix("--"))
+            .map(|w| {
+                w.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect::<String>()
+            })
+            .filter(|w| w.len() > 1 && !matches!(w.as_str(), "help" | "usage" | "version"))
+            .collect();
+        if tool == Tool::Srun {
+            opts.push("tasks-per-node".into());
+        }
+        opts.sort();
+        opts.dedup();
+        assert!(opts.len() > 60, "{name} --help: {help:?}");
+        for o in &opts {
+            let Some(kind) = getopt_kind(name, o) else {
+                continue; // printed by --help, refused by getopt: nothing to parse
+            };
+            let want = norm(kind);
+            let got = option_arg(tool, o).map(norm);
+            assert_eq!(got.as_deref(), Some(want.as_str()), "{name} --{o}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 250, "{checked}");
+}
+
+/// `srun --gres=gpu:2 --tasks-per-node=1 true`: the hidden alias is known, so srun judges (and in
+/// enforce mode stops) the launch before allocation, with Slurm's post-option line after ours.
+#[test]
+fn hidden_srun_options_keep_the_judgement_in_srun() {
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=4");
+    let r = srun(
+        As::User,
+        &["--gres=gpu:2", "--tasks-per-node=1", "echo", "ran"],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![no_cpt_line().as_str()], "{r:#?}");
+    assert!(
+        r.stderr.contains("post-option processing failed"),
+        "stopped by srun before allocation: {r:#?}"
+    );
+    assert!(!r.stdout.contains("ran"), "{r:#?}");
+}
+
+/// A slurmstepd rejection with the step's output in a file (`srun -o FILE`) still reaches the user's
+/// terminal: slurmstepd relays it to srun (`srun: launchguard: …`), and the file has it too. The
+/// variable reaches the step through `--export` only, so srun's own check cannot see it.
+#[test]
+fn a_slurmstepd_rejection_reaches_the_terminal_when_output_goes_to_a_file() {
+    let _g = lock();
+    plugstack("mode=enforce fabric=efa min_cpus_per_task=2");
+    let out = format!("{}/lg-rejected.out", launchguard_tests::SCRATCH);
+    let _ = std::fs::remove_file(launchguard_tests::host_path(&out));
+    let args = [
+        "-c2",
+        "--gres=gpu:1",
+        "--export=ALL,NCCL_NET=IB",
+        "echo",
+        "ran",
+    ];
+    let mut argv = vec!["srun", "-o", out.as_str()];
+    argv.extend(args);
+    let r = run(As::User, &[], &argv);
+    let file = std::fs::read_to_string(launchguard_tests::host_path(&out)).unwrap_or_default();
+    assert_ne!(r.code, 0, "{r:#?}");
+    let want = nccl_net_ib_line();
+    assert!(
+        r.stderr.lines().any(|l| l == format!("srun: {want}")),
+        "the terminal shows the reason: {r:#?}\nfile: {file}"
+    );
+    assert!(
+        file.lines().any(|l| l == want),
+        "the output file has it too: {file}"
+    );
+    assert!(!file.lines().any(|l| l == "ran"), "{file}");
+    // Without -o the line reaches the terminal once, the usual way, not relayed a second time.
+    let mut argv = vec!["srun"];
+    argv.extend(args);
+    let r = run(As::User, &[], &argv);
+    assert_ne!(r.code, 0, "{r:#?}");
+    assert_eq!(r.stderr.matches(want).count(), 1, "printed once: {r:#?}");
+}
+
+fn nccl_net_ib_line() -> &'static str {
+    "launchguard: launch.nccl_env: NCCL_NET=IB is set on this EFA node (rule efa.nccl_net_ib); \
+     on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation; \
+     set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET"
+}
+
+/// Issue: `NCCL_NET=IB srun -n1 hostname` on `fabric=efa` was stopped. NCCL rules follow
+/// `gpu_steps_only`; a GPU step is stopped by srun before allocation when srun's environment shows the
+/// variable, and by slurmstepd (line before Slurm's exit line) when srun had no launchguard.
+#[test]
+fn nccl_rules_spare_cpu_only_steps_and_stop_gpu_steps_early() {
+    let _g = lock();
+    let ib = [("NCCL_NET", "IB")];
+    plugstack("mode=enforce fabric=efa min_cpus_per_task=2");
+    let r = run(As::User, &ib, &["srun", "-n1", "hostname"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_silent(&r);
+    let r = run(
+        As::User,
+        &ib,
+        &["srun", "-c2", "--gres=gpu:1", "echo", "ran"],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![nccl_net_ib_line()], "{r:#?}");
+    assert!(r.stderr.contains("post-option processing failed"), "{r:#?}");
+    assert!(!r.stdout.contains("ran"), "{r:#?}");
+    // with gpu_steps_only=no the CPU-only step is judged too
+    plugstack("mode=enforce fabric=efa min_cpus_per_task=2 gpu_steps_only=no");
+    let r = run(As::User, &ib, &["srun", "-n1", "-c2", "hostname"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert_eq!(r.findings(), vec![nccl_net_ib_line()], "{r:#?}");
+    // srun without launchguard: slurmstepd judges, and its line comes before Slurm's own
+    plugstack("mode=enforce fabric=efa min_cpus_per_task=2");
+    let mut env = ib.to_vec();
+    env.push(("SLURM_CONF", LOGIN_CONF));
+    let r = run(As::User, &env, &["srun", "-n1", "hostname"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_silent(&r);
+    let r = run(
+        As::User,
+        &env,
+        &["srun", "-c2", "--gres=gpu:1", "echo", "ran"],
+    );
+    assert_ne!(r.code, 0, "{r:#?}");
+    assert!(!r.stdout.contains("ran"), "{r:#?}");
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    let ours = lines
+        .iter()
+        .position(|l| *l == nccl_net_ib_line())
+        .unwrap_or_else(|| panic!("no launchguard line: {r:#?}"));
+    if let Some(slurm) = lines
+        .iter()
+        .position(|l| l.contains("Exited with exit code"))
+    {
+        assert!(ours < slurm, "launchguard's line first: {r:#?}");
+    }
+}

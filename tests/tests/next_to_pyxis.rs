@@ -243,8 +243,11 @@ fn infiniband_hidden_inside_the_container_is_reported() {
     assert_eq!(r.findings(), vec![want.as_str()], "{r:#?}");
 }
 
+/// A CPU-only launch with NCCL variables exported; `gpu_steps_only=no` so that the NCCL rules judge it
+/// (by default they judge GPU steps only, like the CPU rule: `launch.rs` tests that); the CPU rule is
+/// off, as it would judge these CPU-only steps too.
 fn nccl(args: &str, export: &str) -> Run {
-    plugstack(args);
+    plugstack(&format!("{args} gpu_steps_only=no cpus_per_task=off"));
     srun(
         As::User,
         &[&format!("--export=ALL,{export}"), "echo", "ran"],
@@ -260,7 +263,7 @@ fn nccl_environment_is_judged_per_fabric() {
         r.findings(),
         vec!["launchguard: launch.nccl_env: NCCL_NET=IB is set on this EFA node (rule efa.nccl_net_ib); \
               on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation; \
-              unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric"],
+              set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET"],
         "{r:#?}"
     );
     // each rule on a real launch: (plugstack, exported variables, rule, rejected in enforce?)

@@ -203,6 +203,51 @@ pub fn check(s: &StepDevices) -> Vec<Finding> {
     out
 }
 
+/// One RDMA device of the node (`/sys/class/infiniband/<name>`) and whether the task can use its verbs
+/// device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdmaNic {
+    /// `rdmap16s27`, `mlx5_0`, …
+    pub name: String,
+    /// Kernel driver (`efa`, `mlx5_core`, …).
+    pub driver: String,
+    /// Whether a port is `ACTIVE` (`ports/*/state`).
+    pub active: bool,
+    /// Whether the task can read and write one of its `/dev/infiniband/uverbsN`.
+    pub exposed: bool,
+}
+
+/// Other RDMA devices next to EFA. A link-down extra device is harmless (NCCL keeps using EFA: nothing
+/// is said); active non-EFA verbs devices exposed to the step can make libfabric's EFA provider
+/// discovery fail (`fi_info -p efa` returns -61, no data available) and NCCL fall back to TCP sockets,
+/// as reported against aws-ofi-nccl on nodes with extra Mellanox NICs: a warning, never a rejection.
+pub fn extra_rdma_next_to_efa(nics: &[RdmaNic]) -> Vec<Finding> {
+    let software = |d: &str| d.is_empty() || d == "rxe" || d == "siw" || d.starts_with("rdma_rxe");
+    if !nics.iter().any(|n| n.driver == "efa") {
+        return vec![];
+    }
+    let extra: Vec<String> = nics
+        .iter()
+        .filter(|n| n.driver != "efa" && !software(&n.driver) && n.active && n.exposed)
+        .map(|n| format!("{} ({})", n.name, n.driver))
+        .collect();
+    if extra.is_empty() {
+        return vec![];
+    }
+    vec![Finding {
+        check: CheckKind::Devices,
+        severity: Severity::Warning,
+        what: format!(
+            "active non-EFA RDMA device{} {} {} usable in this EFA step",
+            if extra.len() == 1 { "" } else { "s" },
+            clip(&extra.join(", "), 80),
+            if extra.len() == 1 { "is" } else { "are" }
+        ),
+        why: "libfabric can then fail to open the EFA provider (fi_info -p efa: -61) and NCCL falls back to TCP sockets at a fraction of the bandwidth".into(),
+        fix: "hide the extra devices from EFA jobs (gres.conf File= with ConstrainDevices=yes, or ENROOT_RESTRICT_DEV) and keep FI_PROVIDER=efa; check the NCCL log for 'Selected provider is efa'".into(),
+    }]
+}
+
 #[cfg(test)]
 #[rustfmt::skip]
 mod tests {
@@ -271,5 +316,32 @@ mod tests {
         assert_eq!(f[0].severity, Severity::Warning);
         assert_eq!(f[1].severity, Severity::Error);
         assert!(f[1].fix.contains("request that GRES (e.g. --gres=nic:1)"), "{}", f[1].fix);
+    }
+
+    #[test]
+    fn extra_rdma_devices_next_to_efa_warn_only_when_active_and_exposed() {
+        let nic = |name: &str, driver: &str, active: bool, exposed: bool| RdmaNic {
+            name: name.into(),
+            driver: driver.into(),
+            active,
+            exposed,
+        };
+        let efa = nic("rdmap16s27", "efa", true, true);
+        // link-down mlx5 beside EFA: nothing
+        assert!(extra_rdma_next_to_efa(&[efa.clone(), nic("mlx5_0", "mlx5_core", false, true)]).is_empty());
+        // active but hidden from the step: nothing
+        assert!(extra_rdma_next_to_efa(&[efa.clone(), nic("mlx5_0", "mlx5_core", true, false)]).is_empty());
+        // active and exposed: one warning naming them
+        let f = extra_rdma_next_to_efa(&[
+            efa.clone(),
+            nic("mlx5_0", "mlx5_core", true, true),
+            nic("mlx5_1", "mlx5_core", true, true),
+        ]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0].what.contains("mlx5_0 (mlx5_core), mlx5_1 (mlx5_core) are usable"), "{}", f[0].what);
+        // no EFA at all (an IB node): not this check's business; software RDMA is ignored
+        assert!(extra_rdma_next_to_efa(&[nic("mlx5_0", "mlx5_core", true, true)]).is_empty());
+        assert!(extra_rdma_next_to_efa(&[efa, nic("rxe0", "rxe", true, true)]).is_empty());
     }
 }

@@ -151,6 +151,48 @@ pub fn step_gpu_count(env: &(impl Env + ?Sized)) -> u32 {
         .unwrap_or(0)
 }
 
+/// The partition's node size from `sinfo -h -o '%P %c %G'` (partition, CPUs per node, GRES), for the
+/// `-c` advice srun gives on a login node that has no GPUs itself. `partition` is the one the job
+/// asks for (`-p`; the first of a list), else the default one (sinfo marks it `*`). Known only when
+/// every node line of that partition has the same CPUs and GPUs (e.g. `gpu 192 gpu:h100:8(S:0-1)`).
+pub fn partition_node_facts(sinfo: &str, partition: Option<&str>) -> super::NodeFacts {
+    let want = partition.and_then(|p| p.split(',').next()).map(str::trim);
+    let mut seen: Option<(u32, u32)> = None;
+    for line in sinfo.lines().take(10_000) {
+        let mut w = line.split_whitespace();
+        let (Some(part), Some(cpus), Some(gres)) = (w.next(), w.next(), w.next()) else {
+            continue;
+        };
+        let is_default = part.ends_with('*');
+        let part = part.trim_end_matches('*');
+        let mine = match want {
+            Some(p) => p == part,
+            None => is_default,
+        };
+        if !mine {
+            continue;
+        }
+        let Some(cpus) = parse_count(cpus) else {
+            return super::NodeFacts::default();
+        };
+        let gpus = gres
+            .split(',')
+            .filter_map(|g| gpu_count_in_gres(g.split('(').next().unwrap_or(g)))
+            .fold(0u32, u32::saturating_add);
+        if gpus == 0 || seen.is_some_and(|s| s != (cpus, gpus)) {
+            return super::NodeFacts::default();
+        }
+        seen = Some((cpus, gpus));
+    }
+    match seen {
+        Some((c, g)) => super::NodeFacts {
+            cpus: Some(c),
+            gpus: Some(g),
+        },
+        None => super::NodeFacts::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +284,48 @@ mod tests {
         assert_eq!(step_gpu_count(e), 0);
         let e: &[(&str, &str)] = &[];
         assert_eq!(step_gpu_count(e), 0);
+    }
+
+    #[test]
+    fn partition_size_from_sinfo() {
+        use super::super::NodeFacts;
+        let out = "cpu* 64 (null)\ngpu 192 gpu:h100:8(S:0-1)\ngpu 192 gpu:h100:8(S:0-1),nic:1\nmixed 96 gpu:4\nmixed 192 gpu:8\n";
+        let f = |p| partition_node_facts(out, p);
+        assert_eq!(
+            f(Some("gpu")),
+            NodeFacts {
+                cpus: Some(192),
+                gpus: Some(8)
+            }
+        );
+        assert_eq!(
+            f(Some("gpu,cpu")),
+            NodeFacts {
+                cpus: Some(192),
+                gpus: Some(8)
+            }
+        );
+        assert_eq!(
+            f(None),
+            NodeFacts::default(),
+            "the default partition has no GPUs"
+        );
+        assert_eq!(
+            f(Some("mixed")),
+            NodeFacts::default(),
+            "nodes differ: no single number"
+        );
+        assert_eq!(f(Some("nope")), NodeFacts::default());
+        assert_eq!(
+            partition_node_facts("debug* 4 gpu:2\n", None),
+            NodeFacts {
+                cpus: Some(4),
+                gpus: Some(2)
+            }
+        );
+        assert_eq!(
+            partition_node_facts("garbage\n\u{0}", None),
+            NodeFacts::default()
+        );
     }
 }

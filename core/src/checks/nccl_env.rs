@@ -2,8 +2,16 @@
 //!
 //! The rules are data: [`builtin_rules`] is the documented table (README, "NCCL environment rules"),
 //! and admins add their own in a file ([`parse_rules`]). Unknown `NCCL_*` variables are never flagged.
-//! Sources: seed 000 "Environment variables (EFA + NCCL)" and troubleshooting; seed 002 "DO NOT set
-//! the following variables"; seed 004 (IB settings are right on IB fabrics).
+//! A rule can be limited to GPU steps (NCCL runs only there; `gpu_steps_only=yes` also keeps every rule
+//! off CPU-only steps), to one fabric, and to or away from a SKU profile ([`profiles`]): GB300 racks
+//! with multi-node NVLink set `NCCL_SHM_DISABLE=1` on purpose.
+//!
+//! Sources: NCCL documentation, "Environment Variables" (NCCL_NET, NCCL_IB_HCA prefix and `=` exact
+//! semantics, NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, NCCL_NVLS_ENABLE, NCCL_MNNVL_ENABLE,
+//! NCCL_NET_GDR_C2C, NCCL_NET_PLUGIN, NCCL_SOCKET_IFNAME); the AWS EFA user guide and aws-ofi-nccl
+//! documentation (FI_PROVIDER, plugin name `Libfabric`); UCX documentation (UCX_NET_DEVICES); the
+//! NVIDIA Container Toolkit documentation (NVIDIA_VISIBLE_DEVICES: indices, UUIDs, `all`, `none`,
+//! `void`).
 
 use crate::finding::{clip, CheckKind, Finding, Severity};
 
@@ -27,7 +35,7 @@ impl Fabric {
 }
 
 /// The fabric behind `/sys/class/infiniband/*`, from each HCA's driver name (`device/driver` link):
-/// EFA if any HCA is `efa` (EFA nodes can also show an unrelated link-down RDMA device, seed 000), IB if
+/// EFA if any HCA is `efa` (EFA nodes can also show an unrelated link-down RDMA device), IB if
 /// any other hardware RDMA driver, `None` with no HCA. Software RDMA (`rxe`, `siw`, or no driver link)
 /// is no fabric: those nodes are Ethernet.
 pub fn detect_fabric<S: AsRef<str>>(drivers: &[S]) -> Option<Fabric> {
@@ -58,6 +66,19 @@ pub enum Cond {
     Not(Vec<String>),
     /// `NCCL_SOCKET_IFNAME` names no interface of this node, or a loopback/container bridge one.
     Interface,
+    /// `NCCL_IB_HCA` names no RDMA device of the node, or a bare prefix selects more devices than it
+    /// names (`mlx5` also selects `mlx5_bond_0`, `mlx5_1` also `mlx5_10`): NCCL reads each entry as a
+    /// prefix unless the list starts with `=`.
+    IbHca,
+    /// `UCX_NET_DEVICES` names a device (`mlx5_0:1`, `eth0`) the node does not have.
+    UcxDevices,
+    /// `NVIDIA_VISIBLE_DEVICES` in a Slurm GPU step is `void`/`none`/empty, or lists host GPU indices
+    /// (an index at or above the step's GPU count, `SLURM_STEP_GPUS`): enroot's nvidia hook then
+    /// exposes no GPU or fails with `unknown device` (NVIDIA/enroot issue 207).
+    NvidiaVisible,
+    /// The variable is unset while the task can see an aws-ofi-nccl (OFI) net plugin: NCCL then picks
+    /// a transport on its own and falls back silently.
+    UnsetWithOfiPlugin,
 }
 
 /// One rule of the table.
@@ -77,8 +98,59 @@ pub struct Rule {
     pub why: String,
     /// The exact fix.
     pub fix: String,
-    /// Where the rule comes from (a seed, a doc, the admin's file and line).
+    /// Where the rule comes from (a public document by name, or the admin's file and line).
     pub source: String,
+    /// Only judged in steps that get GPUs (NCCL is not used in the others).
+    pub gpu_only: bool,
+    /// Only judged under this SKU profile (`profile=`).
+    pub profile: Option<String>,
+    /// Not judged under these SKU profiles (they set the variable deliberately).
+    pub unless_profile: Vec<String>,
+}
+
+/// A SKU profile: the node shape and NCCL settings a vendor validated for it. Named by the
+/// `profile=` plugstack argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// The `profile=` value, e.g. `gb300-mnnvl`.
+    pub name: &'static str,
+    /// What it is.
+    pub describe: &'static str,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// CPUs per task (one task per GPU): the `-c` advice when the node's size is unknown.
+    pub cpus_per_task: u32,
+    /// `(variable, value)` settings the profile uses on purpose; rules that would flag them list the
+    /// profile in [`Rule::unless_profile`].
+    pub settings: &'static [(&'static str, &'static str)],
+}
+
+/// The built-in SKU profiles.
+///
+/// `gb300-mnnvl`: Grace-Blackwell GB300 racks with multi-node NVLink (MNNVL) and an InfiniBand NDR
+/// fabric between racks, as the Azure ND GB300 v6 nccl-tests configuration sets it up: 4 GPUs per
+/// node, 4 tasks per node, 24 CPUs per task; NCCL_MNNVL_ENABLE=1 and NCCL_NVLS_ENABLE=1 (NVLink
+/// SHARP across the rack), NCCL_SHM_DISABLE=1 (NVLink is faster than shared memory), NCCL_IB_SL=1
+/// (the fabric's service level), NCCL_NET_GDR_C2C=1 (GPUDirect RDMA over Grace's C2C link).
+pub fn profiles() -> Vec<Profile> {
+    vec![Profile {
+        name: "gb300-mnnvl",
+        describe: "Grace-Blackwell GB300 with multi-node NVLink: 4 GPUs/node, 24 CPUs per task",
+        gpus_per_node: 4,
+        cpus_per_task: 24,
+        settings: &[
+            ("NCCL_MNNVL_ENABLE", "1"),
+            ("NCCL_NVLS_ENABLE", "1"),
+            ("NCCL_SHM_DISABLE", "1"),
+            ("NCCL_IB_SL", "1"),
+            ("NCCL_NET_GDR_C2C", "1"),
+        ],
+    }]
+}
+
+/// The built-in profile named `name` (lower-case), if any.
+pub fn profile(name: &str) -> Option<Profile> {
+    profiles().into_iter().find(|p| p.name == name)
 }
 
 #[allow(clippy::too_many_arguments)] // one row of the table, positionally, reads like the table
@@ -101,6 +173,24 @@ fn rule(
         why: why.into(),
         fix: fix.into(),
         source: source.into(),
+        gpu_only: false,
+        profile: None,
+        unless_profile: vec![],
+    }
+}
+
+impl Rule {
+    fn gpu(mut self) -> Rule {
+        self.gpu_only = true;
+        self
+    }
+    fn only_in(mut self, profile: &str) -> Rule {
+        self.profile = Some(profile.into());
+        self
+    }
+    fn unless(mut self, profile: &str) -> Rule {
+        self.unless_profile.push(profile.into());
+        self
     }
 }
 
@@ -112,16 +202,20 @@ fn vals(v: &[&str]) -> Vec<String> {
 pub fn builtin_rules() -> Vec<Rule> {
     use Fabric::{Efa, Ib};
     use Severity::{Error, Warning};
-    const S000: &str = "seed 000, Environment variables (EFA + NCCL)";
-    const S002: &str = "seed 002, Performance Optimization: DO NOT set";
-    const S004: &str = "seed 004, per-SKU InfiniBand settings";
-    vec![
+    const S000: &str = "AWS EFA user guide (NCCL with EFA) and aws-ofi-nccl documentation";
+    const S002: &str = "aws-ofi-nccl documentation, tuning (the plugin's tuner picks algorithms)";
+    const S004: &str = "NCCL documentation, Environment Variables (InfiniBand)";
+    const NCCL: &str = "NCCL documentation, Environment Variables";
+    const UCX: &str = "UCX documentation, UCX_NET_DEVICES";
+    const NVCT: &str = "NVIDIA Container Toolkit documentation, NVIDIA_VISIBLE_DEVICES";
+    const GB300: &str = "Azure ND GB300 v6 nccl-tests configuration (MNNVL)";
+    let mut v = vec![
         rule("efa.nccl_net_ib", Some(Efa), "NCCL_NET", Cond::Is(vals(&["IB"])), Error,
              "on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation",
-             "unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric", S000),
+             "set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET", S000),
         rule("efa.nccl_net", Some(Efa), "NCCL_NET", Cond::Not(vals(&["Libfabric", "IB"])), Warning,
              "on EFA, the old name 'AWS Libfabric' gave no communication results with the validated aws-ofi-nccl and Socket falls back to TCP",
-             "unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric", S000),
+             "set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET", S000),
         rule("efa.nccl_net_plugin", Some(Efa), "NCCL_NET_PLUGIN", Cond::Not(vals(&["*ofi", "*libnccl-net.so"])), Warning,
              "a network plugin other than aws-ofi-nccl leaves the EFA path (IB plugin or TCP fallback)",
              "unset NCCL_NET_PLUGIN to keep the image default ofi", S000),
@@ -157,8 +251,45 @@ pub fn builtin_rules() -> Vec<Rule> {
              "remove the FI_EFA_* variables from the job environment", S004),
         rule("any.socket_ifname", None, "NCCL_SOCKET_IFNAME", Cond::Interface, Warning,
              "NCCL bootstraps over this interface, so a name the node lacks fails initialisation and a loopback or container bridge breaks multi-node jobs",
-             "unset NCCL_SOCKET_IFNAME or name the node's data interface (see 'ip -br link')", S000),
-    ]
+             "unset NCCL_SOCKET_IFNAME or name the node's data interface (see 'ip -br link')", NCCL),
+    ];
+    v.extend([
+        rule("efa.nccl_net_unpinned", Some(Efa), "NCCL_NET", Cond::UnsetWithOfiPlugin, Warning,
+             "with NCCL_NET unset, an aws-ofi-nccl plugin that fails to load or initialise makes NCCL fall back to TCP sockets without an error",
+             "export NCCL_NET=Libfabric so that NCCL stops with an error instead of falling back", NCCL),
+        rule("ib.nccl_net_unpinned", Some(Ib), "NCCL_NET", Cond::UnsetWithOfiPlugin, Warning,
+             "the task sees an aws-ofi-nccl plugin: with NCCL_NET unset NCCL may load it and run over libfabric instead of its own InfiniBand transport",
+             "export NCCL_NET=IB (or remove the OFI plugin from the image)", NCCL),
+        rule("any.p2p_disable", None, "NCCL_P2P_DISABLE", Cond::Is(vals(&["1", "true", "yes"])), Warning,
+             "NCCL stops using NVLink/PCIe peer-to-peer between the GPUs of a node and copies through host memory, which cuts intra-node bandwidth several-fold",
+             "unset NCCL_P2P_DISABLE (keep it only as a documented workaround for broken P2P, e.g. a VM without ACS/IOMMU support)", NCCL).gpu(),
+        rule("any.nvls_disable", None, "NCCL_NVLS_ENABLE", Cond::Is(vals(&["0", "false", "no"])), Warning,
+             "it turns off NVLink SHARP, which on NVSwitch systems offloads all-reduce to the switch",
+             "unset NCCL_NVLS_ENABLE (NCCL enables NVLS where the hardware supports it)", NCCL).gpu(),
+        rule("any.shm_disable", None, "NCCL_SHM_DISABLE", Cond::Is(vals(&["1", "true", "yes"])), Warning,
+             "ranks of one node that cannot use P2P then talk through the network instead of shared memory",
+             "unset NCCL_SHM_DISABLE (only multi-node NVLink systems set it on purpose: profile=gb300-mnnvl)", NCCL)
+            .gpu().unless("gb300-mnnvl"),
+        rule("any.ld_preload_net_plugin", None, "LD_PRELOAD", Cond::Is(vals(&["*nccl-net"])), Warning,
+             "a preloaded NCCL net plugin is forced into every process of the step (also ones that use another NCCL or none) and is not how NCCL loads plugins",
+             "remove the plugin from LD_PRELOAD and set NCCL_NET_PLUGIN to its name or path (NCCL loads it with dlopen)", NCCL),
+        rule("any.nvidia_visible_devices", None, "NVIDIA_VISIBLE_DEVICES", Cond::NvidiaVisible, Error,
+             "Slurm gave this step its own GPUs; enroot's nvidia hook then exposes a different set: none for void/none, 'unknown device' or the wrong GPUs for host indices",
+             "unset NVIDIA_VISIBLE_DEVICES in the job and the image (Slurm's GPU allocation decides; request GPUs with --gpus or --gres)", NVCT).gpu(),
+        rule("any.nccl_ib_hca", None, "NCCL_IB_HCA", Cond::IbHca, Warning,
+             "NCCL reads each NCCL_IB_HCA entry as a prefix unless the list starts with '=', so it selects other devices than the ones named, or none",
+             "name the node's devices exactly with a leading '=' (e.g. NCCL_IB_HCA==mlx5_0,mlx5_1; see 'ibv_devices'), or unset NCCL_IB_HCA", S004),
+        rule("any.ucx_net_devices", None, "UCX_NET_DEVICES", Cond::UcxDevices, Warning,
+             "UCX uses only the devices listed, so a name the node lacks leaves UCX (and MPI/NCCL over UCX) without that network or on TCP",
+             "list this node's devices as DEV:PORT or interface names (see 'ucx_info -d' or 'ibv_devices'), or unset UCX_NET_DEVICES", UCX),
+        rule("gb300.mnnvl_off", None, "NCCL_MNNVL_ENABLE", Cond::Is(vals(&["0", "false", "no"])), Warning,
+             "on a GB300 rack NCCL_MNNVL_ENABLE=0 sends traffic between the rack's nodes over InfiniBand instead of multi-node NVLink (about 200 instead of about 900 GB/s busbw)",
+             "set NCCL_MNNVL_ENABLE=1 (with NCCL_NVLS_ENABLE=1)", GB300).gpu().only_in("gb300-mnnvl"),
+        rule("gb300.gdr_c2c_off", None, "NCCL_NET_GDR_C2C", Cond::Is(vals(&["0", "false", "no"])), Warning,
+             "on Grace-Blackwell, GPUDirect RDMA through the C2C link is off, so network traffic is staged through host memory",
+             "set NCCL_NET_GDR_C2C=1", GB300).gpu().only_in("gb300-mnnvl"),
+    ]);
+    v
 }
 
 /// Parses the admin's rules file: one rule per line,
@@ -226,6 +357,9 @@ pub fn parse_rules(text: &str, file: &str) -> (Vec<Rule>, Vec<String>) {
             why: why.trim().into(),
             fix: fix.trim().into(),
             source: format!("{file}:{lno}"),
+            gpu_only: false,
+            profile: None,
+            unless_profile: vec![],
         });
     }
     (rules, problems)
@@ -309,24 +443,51 @@ fn interface_problem(value: &str, interfaces: &[String]) -> Option<String> {
     None
 }
 
+/// What a rule is judged against besides the variables: the node and the step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Context<'a> {
+    /// The node's fabric (`None`: no RDMA fabric, or unknown).
+    pub fabric: Option<Fabric>,
+    /// The node's network interfaces; `None` when unknown (interface rules are skipped).
+    pub interfaces: Option<&'a [String]>,
+    /// The node's RDMA device names (`/sys/class/infiniband`); `None` when unknown (`NCCL_IB_HCA` and
+    /// `UCX_NET_DEVICES` rules are skipped).
+    pub hcas: Option<&'a [String]>,
+    /// Whether the step has GPUs: `Some(false)` skips GPU-only rules, `None` (unknown, or a node-wide
+    /// file every job inherits) judges them.
+    pub gpu_step: Option<bool>,
+    /// The step's GPUs as Slurm gave them (`SLURM_STEP_GPUS`, e.g. `0,1`); `None` when unknown.
+    pub step_gpus: Option<&'a str>,
+    /// Path of an aws-ofi-nccl plugin the task can load, if one was found; `None` when none was or the
+    /// question was not asked.
+    pub ofi_plugin: Option<&'a str>,
+    /// The SKU profile (`profile=`), lower-case.
+    pub profile: Option<&'a str>,
+    /// Variables the container image set (see [`image_vars`]); empty outside containers.
+    pub from_image: &'a [String],
+}
+
 /// Judges a step's environment (`vars`: every `NAME=value` of the job) on a node with `fabric` and
 /// network `interfaces` (`None` when unknown: the interface rule is skipped). One finding per rule
-/// that fires, in table order.
+/// that fires, in table order. Shorthand for [`check_in`] with only those facts.
 pub fn check(
     vars: &[(String, String)],
     fabric: Option<Fabric>,
     interfaces: Option<&[String]>,
     rules: &[Rule],
 ) -> Vec<Finding> {
-    check_with_origin(vars, &[], fabric, interfaces, rules)
+    check_in(
+        vars,
+        &Context {
+            fabric,
+            interfaces,
+            ..Context::default()
+        },
+        rules,
+    )
 }
 
-/// [`check`], knowing which variables the container image set: `from_image` names the variables
-/// Pyxis put into the step from the image (its `ENV`, its `/etc/environment`), seen as new or changed
-/// between launchguard's `task_init_privileged` (before Pyxis's `task_init`) and its `task_init`
-/// (after). Pyxis gives the image's value precedence over srun's environment unless the variable is
-/// named in `--container-env` (Pyxis README, `--container-env`), so "unset it" is no fix there: the
-/// line says where the value came from and how to override it.
+/// [`check`], knowing which variables the container image set (`from_image`, from [`image_vars`]).
 pub fn check_with_origin(
     vars: &[(String, String)],
     from_image: &[String],
@@ -334,15 +495,169 @@ pub fn check_with_origin(
     interfaces: Option<&[String]>,
     rules: &[Rule],
 ) -> Vec<Finding> {
+    check_in(
+        vars,
+        &Context {
+            fabric,
+            interfaces,
+            from_image,
+            ..Context::default()
+        },
+        rules,
+    )
+}
+
+/// NCCL_IB_HCA's problem on a node with RDMA devices `hcas`, if any. Entries are `[^][=]name[:port]`.
+fn ib_hca_problem(value: &str, hcas: &[String]) -> Option<String> {
+    let v = value.trim();
+    if v.is_empty() || v.starts_with('^') || hcas.is_empty() {
+        return None; // an exclusion list only removes devices
+    }
+    let (exact, list) = match v.strip_prefix('=') {
+        Some(rest) => (true, rest),
+        None => (false, v),
+    };
+    let mut unknown = vec![];
+    let mut surprises = vec![];
+    for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let name = entry.split(':').next().unwrap_or(entry);
+        let hit: Vec<&String> = hcas
+            .iter()
+            .filter(|h| {
+                if exact {
+                    *h == name
+                } else {
+                    h.starts_with(name)
+                }
+            })
+            .collect();
+        if hit.is_empty() {
+            unknown.push(name.to_string());
+            continue;
+        }
+        if exact {
+            continue;
+        }
+        // `mlx5` selecting mlx5_0, mlx5_1 is what the user meant; `mlx5` selecting mlx5_bond_0, or
+        // `mlx5_1` (a full device name) also selecting mlx5_10, is not.
+        let names_a_device = hcas.iter().any(|h| h == name);
+        for h in hit {
+            let rest = &h[name.len()..];
+            let plain_index = {
+                let r = rest.strip_prefix('_').unwrap_or(rest);
+                !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit())
+            };
+            if !rest.is_empty() && (names_a_device || !plain_index) {
+                surprises.push(format!("'{name}' also selects {h}"));
+            }
+        }
+    }
+    if !unknown.is_empty() {
+        return Some(format!(
+            "names no RDMA device of this node: {} (it has {})",
+            clip(&unknown.join(", "), 60),
+            clip(&hcas.join(", "), 80)
+        ));
+    }
+    (!surprises.is_empty()).then(|| clip(&surprises.join(", "), 100))
+}
+
+/// UCX_NET_DEVICES's problem: entries (`mlx5_0:1`, `eth0`, `all`) naming no device of the node.
+fn ucx_problem(value: &str, hcas: &[String], interfaces: &[String]) -> Option<String> {
+    let missing: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("all"))
+        .filter(|e| {
+            let name = e.split(':').next().unwrap_or(e);
+            !hcas.iter().any(|h| h == name) && !interfaces.iter().any(|i| i == name)
+        })
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "names {} that this node does not have (RDMA: {}; interfaces: {})",
+            clip(&missing.join(", "), 60),
+            clip(&hcas.join(", "), 60),
+            clip(&interfaces.join(", "), 60)
+        )
+    })
+}
+
+/// NVIDIA_VISIBLE_DEVICES's problem in a step whose GPUs are `step_gpus` (`SLURM_STEP_GPUS`).
+fn nvidia_visible_problem(value: &str, step_gpus: &str) -> Option<String> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("all") {
+        return None;
+    }
+    if v.is_empty() || v.eq_ignore_ascii_case("void") || v.eq_ignore_ascii_case("none") {
+        return Some(format!(
+            "hides every GPU from the container while Slurm gave this step GPUs {}",
+            clip(step_gpus, 40)
+        ));
+    }
+    let want: Vec<&str> = v.split(',').map(str::trim).collect();
+    let Some(idx) = want
+        .iter()
+        .map(|x| x.parse::<u32>().ok())
+        .collect::<Option<Vec<u32>>>()
+    else {
+        return None; // UUIDs or MIG names: cannot be compared with Slurm's indices here
+    };
+    // Inside the step the GPUs Slurm gave are the only ones, numbered from 0: an index at or above
+    // their count is a host index that enroot's hook cannot find ("unknown device").
+    let count = crate::checks::gpus::count_list(step_gpus);
+    (count > 0 && idx.iter().any(|i| *i >= count)).then(|| {
+        format!(
+            "lists host GPU indices while the step has {count} GPU{} ({}), numbered from 0 inside it",
+            if count == 1 { "" } else { "s" },
+            clip(step_gpus, 40)
+        )
+    })
+}
+
+/// Judges a step's environment (`vars`: every `NAME=value` of the job) in `ctx`. One finding per rule
+/// that fires, in table order.
+pub fn check_in(vars: &[(String, String)], ctx: &Context, rules: &[Rule]) -> Vec<Finding> {
+    let fabric = ctx.fabric;
     let mut out = vec![];
     for r in rules {
         if r.fabric.is_some() && r.fabric != fabric {
+            continue;
+        }
+        if r.gpu_only && ctx.gpu_step == Some(false) {
+            continue;
+        }
+        if r.profile.is_some() && r.profile.as_deref() != ctx.profile {
+            continue;
+        }
+        if ctx
+            .profile
+            .is_some_and(|p| r.unless_profile.iter().any(|u| u == p))
+        {
             continue;
         }
         let hits: Vec<&(String, String)> = match r.var.strip_suffix('*') {
             Some(prefix) => vars.iter().filter(|(k, _)| k.starts_with(prefix)).collect(),
             None => vars.iter().filter(|(k, _)| *k == r.var).collect(),
         };
+        if r.cond == Cond::UnsetWithOfiPlugin {
+            if hits.is_empty() {
+                if let Some(plugin) = ctx.ofi_plugin {
+                    out.push(finding(
+                        r,
+                        fabric,
+                        format!(
+                            "{} is not set while the task can load the aws-ofi-nccl plugin {}",
+                            r.var,
+                            clip(plugin, 80)
+                        ),
+                        &[],
+                        &[],
+                    ));
+                }
+            }
+            continue;
+        }
         let Some((name, value)) = hits.last().map(|(k, v)| (k.as_str(), v.as_str())) else {
             continue;
         };
@@ -368,40 +683,28 @@ pub fn check_with_origin(
                 .then(|| format!("{name}={} is set", clip(value, 40))),
             Cond::Not(list) => (!list.iter().any(|p| matches_value(p, value)))
                 .then(|| format!("{name}={} is set", clip(value, 40))),
-            Cond::Interface => interfaces
+            Cond::Interface => ctx
+                .interfaces
                 .and_then(|ifs| interface_problem(value, ifs))
                 .map(|p| format!("{name}={} {p}", clip(value, 40))),
+            Cond::IbHca => ctx
+                .hcas
+                .and_then(|h| ib_hca_problem(value, h))
+                .map(|p| format!("{name}={} {p}", clip(value, 40))),
+            Cond::UcxDevices => match (ctx.hcas, ctx.interfaces) {
+                (Some(h), Some(i)) => ucx_problem(value, h, i),
+                _ => None,
+            }
+            .map(|p| format!("{name}={} {p}", clip(value, 40))),
+            Cond::NvidiaVisible => ctx
+                .step_gpus
+                .filter(|g| !g.trim().is_empty())
+                .and_then(|g| nvidia_visible_problem(value, g))
+                .map(|p| format!("{name}={} {p}", clip(value, 40))),
+            Cond::UnsetWithOfiPlugin => None,
         };
         let Some(problem) = problem else { continue };
-        let on = match r.fabric.or(fabric) {
-            Some(f) => format!(" on this {} node", f.as_str().to_uppercase()),
-            None => String::new(),
-        };
-        let image: Vec<&str> = hits
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .filter(|k| from_image.iter().any(|i| i == k))
-            .collect();
-        let (what, fix) = if image.is_empty() {
-            (format!("{problem}{on} (rule {})", r.name), r.fix.clone())
-        } else {
-            let names = clip(&image.join(","), 80);
-            (
-                format!("{problem} by the container image{on} (rule {})", r.name),
-                format!(
-                    "the image's ENV or /etc/environment sets it and Pyxis lets it override srun's value: \
-                     export your own value and keep it with srun --container-env={names} ({}), or remove it from the image",
-                    r.fix
-                ),
-            )
-        };
-        out.push(Finding {
-            check: CheckKind::NcclEnv,
-            severity: r.severity,
-            what,
-            why: r.why.clone(),
-            fix,
-        });
+        out.push(finding(r, fabric, problem, &hits, ctx.from_image));
     }
     out
 }
@@ -418,6 +721,110 @@ pub fn image_vars(before: &[(String, String)], after: &[(String, String)]) -> Ve
     out.sort();
     out.dedup();
     out
+}
+
+/// One rule's finding. When the variable that fired came from the container image (`from_image`,
+/// see [`image_vars`]), the line says so and gives a fix the user can apply: Pyxis gives the image's
+/// value precedence over srun's environment unless the variable is named in `--container-env`
+/// (Pyxis README, `--container-env`), so "unset it" alone is no fix there.
+fn finding(
+    r: &Rule,
+    fabric: Option<Fabric>,
+    problem: String,
+    hits: &[&(String, String)],
+    from_image: &[String],
+) -> Finding {
+    let on = match r.fabric.or(fabric) {
+        Some(f) => format!(" on this {} node", f.as_str().to_uppercase()),
+        None => String::new(),
+    };
+    let profile = r
+        .profile
+        .as_deref()
+        .map(|p| format!(" (profile {p})"))
+        .unwrap_or_default();
+    let image: Vec<&str> = hits
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| from_image.iter().any(|i| i == k))
+        .collect();
+    let (what, fix) = if image.is_empty() {
+        (
+            format!("{problem}{on}{profile} (rule {})", r.name),
+            r.fix.clone(),
+        )
+    } else {
+        let names = clip(&image.join(","), 80);
+        (
+            format!("{problem} by the container image{on}{profile} (rule {})", r.name),
+            format!(
+                "the image's ENV or /etc/environment sets it and Pyxis lets it override srun's value: \
+                 export your own value and keep it with srun --container-env={names} ({}), or remove it from the image",
+                r.fix
+            ),
+        )
+    };
+    Finding {
+        check: CheckKind::NcclEnv,
+        severity: r.severity,
+        what,
+        why: r.why.clone(),
+        fix,
+    }
+}
+
+/// Prefixes of the variables the rules read (for gathering them from an environment).
+pub const VAR_PREFIXES: &[&str] = &[
+    "NCCL_",
+    "FI_",
+    "UCX_",
+    "LD_PRELOAD",
+    "NVIDIA_VISIBLE_DEVICES",
+];
+
+/// Judges srun's own environment before allocation (srun, local context), so that a variable left in a
+/// `.bashrc` stops the launch before it waits for nodes, with launchguard's line first.
+///
+/// Judged only what srun can know: the step inherits srun's environment (`--export` / `SLURM_EXPORT_ENV`
+/// unset or with `ALL`); the step asks for GPUs, unless `gpu_steps_only` is off (srun cannot see the
+/// node, so rules about node devices are left to slurmstepd); fabric rules only with a configured
+/// `fabric=efa|ib` (`fabric`), as the login node's own devices say nothing about the compute nodes.
+#[allow(clippy::too_many_arguments)] // the facts srun has, one by one
+pub fn check_srun(
+    argv: &crate::argv::ParsedArgv,
+    export_env: Option<&str>,
+    vars: &[(String, String)],
+    fabric: Option<Fabric>,
+    gpu_steps_only: bool,
+    gpu: bool,
+    profile: Option<&str>,
+    rules: &[Rule],
+) -> Vec<Finding> {
+    let export = argv.value("export").or(export_env);
+    if export.is_some_and(|e| !crate::checks::export::has_all(e)) {
+        return vec![];
+    }
+    if gpu_steps_only && !gpu {
+        return vec![];
+    }
+    // Without a GPU request srun leaves GPU-only rules to slurmstepd (the step may still get GPUs
+    // from the allocation).
+    let ctx = Context {
+        fabric,
+        gpu_step: Some(gpu),
+        profile,
+        ..Context::default()
+    };
+    check_in(vars, &ctx, rules)
+}
+
+/// Whether `name` looks like an aws-ofi-nccl plugin file (`libnccl-net-ofi.so`, `libnccl-net-aws-ofi.so`,
+/// or `libnccl-net.so` under an `ofi` directory such as `/opt/amazon/ofi-nccl/lib`).
+pub fn is_ofi_plugin(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.starts_with("libnccl-net")
+        && file.contains(".so")
+        && (file.contains("ofi") || path.to_ascii_lowercase().contains("ofi"))
 }
 
 #[cfg(test)]
@@ -527,9 +934,215 @@ mod tests {
             f[0].to_string(),
             "launchguard: launch.nccl_env: NCCL_NET=IB is set on this EFA node (rule efa.nccl_net_ib); \
              on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation; \
-             unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) or set NCCL_NET=Libfabric"
+             set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET"
         );
         assert_eq!(f[0].severity, Severity::Error);
+    }
+
+    fn ctx<'a>(
+        fabric: Option<Fabric>,
+        hcas: &'a [String],
+        ifs: &'a [String],
+        gpu_step: Option<bool>,
+        step_gpus: Option<&'a str>,
+        ofi: Option<&'a str>,
+        profile: Option<&'a str>,
+    ) -> Context<'a> {
+        Context {
+            fabric,
+            interfaces: Some(ifs),
+            hcas: Some(hcas),
+            gpu_step,
+            step_gpus,
+            ofi_plugin: ofi,
+            profile,
+        }
+    }
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    #[rustfmt::skip]
+    fn step_rules_follow_gpus_profile_and_node_devices() {
+        let rules = builtin_rules();
+        let ib_hcas = s(&["mlx5_0", "mlx5_1", "mlx5_10", "mlx5_bond_0"]);
+        let ifs = s(&["lo", "eth0", "ib0"]);
+        let ofi = Some("/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
+        let efa_hcas = s(&["rdmap16s27"]);
+        let plain_hcas = s(&["mlx5_0", "mlx5_1"]);
+        type Row<'a> = (&'a [(&'a str, &'a str)], Context<'a>, &'a [&'a str]);
+        let gpu = Some(true);
+        let cpu = Some(false);
+        let table: &[Row] = &[
+            // GPU-only rules: judged on GPU steps, never on CPU-only ones
+            (&[("NCCL_P2P_DISABLE", "1")], ctx(None, &[], &ifs, gpu, None, None, None), &["any.p2p_disable"]),
+            (&[("NCCL_P2P_DISABLE", "1")], ctx(None, &[], &ifs, cpu, None, None, None), &[]),
+            (&[("NCCL_P2P_DISABLE", "0")], ctx(None, &[], &ifs, gpu, None, None, None), &[]),
+            (&[("NCCL_NVLS_ENABLE", "0")], ctx(None, &[], &ifs, gpu, None, None, None), &["any.nvls_disable"]),
+            // SHM off is a mistake in general, deliberate on a GB300 MNNVL rack
+            (&[("NCCL_SHM_DISABLE", "1")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &["any.shm_disable"]),
+            (&[("NCCL_SHM_DISABLE", "1"), ("NCCL_MNNVL_ENABLE", "1"), ("NCCL_NVLS_ENABLE", "1"), ("NCCL_IB_SL", "1"), ("NCCL_NET_GDR_C2C", "1")],
+             ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, Some("gb300-mnnvl")), &[]),
+            (&[("NCCL_MNNVL_ENABLE", "0"), ("NCCL_NET_GDR_C2C", "0")],
+             ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, Some("gb300-mnnvl")), &["gb300.mnnvl_off", "gb300.gdr_c2c_off"]),
+            (&[("NCCL_MNNVL_ENABLE", "0")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &[]),
+            // a net plugin preloaded instead of loaded by NCCL
+            (&[("LD_PRELOAD", "/opt/aws-ofi-nccl/lib/libnccl-net.so")], ctx(Some(Fabric::Efa), &efa_hcas, &ifs, gpu, None, None, None), &["any.ld_preload_net_plugin"]),
+            (&[("LD_PRELOAD", "/usr/lib/libjemalloc.so")], ctx(Some(Fabric::Efa), &efa_hcas, &ifs, gpu, None, None, None), &[]),
+            // NCCL_NET unpinned while the task sees the OFI plugin, per fabric
+            (&[], ctx(Some(Fabric::Efa), &efa_hcas, &ifs, gpu, None, ofi, None), &["efa.nccl_net_unpinned"]),
+            (&[("NCCL_NET", "Libfabric")], ctx(Some(Fabric::Efa), &efa_hcas, &ifs, gpu, None, ofi, None), &[]),
+            (&[], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, ofi, None), &["ib.nccl_net_unpinned"]),
+            (&[("NCCL_NET", "IB")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, ofi, None), &[]),
+            (&[], ctx(Some(Fabric::Efa), &efa_hcas, &ifs, gpu, None, None, None), &[]),
+            // NVIDIA_VISIBLE_DEVICES against the step's GPUs
+            (&[("NVIDIA_VISIBLE_DEVICES", "void")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &["any.nvidia_visible_devices"]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "2,3")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &["any.nvidia_visible_devices"]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "1,0")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &[]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "all")], ctx(None, &[], &ifs, gpu, Some("2,3"), None, None), &[]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "GPU-8f0e2c1a")], ctx(None, &[], &ifs, gpu, Some("0"), None, None), &[]),
+            (&[("NVIDIA_VISIBLE_DEVICES", "void")], ctx(None, &[], &ifs, cpu, None, None, None), &[]),
+            // NCCL_IB_HCA: prefixes select more than they name; '=' is exact; '^' excludes
+            (&[("NCCL_IB_HCA", "mlx5")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &["any.nccl_ib_hca"]),
+            (&[("NCCL_IB_HCA", "mlx5_1:1")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &["any.nccl_ib_hca"]),
+            (&[("NCCL_IB_HCA", "=mlx5_0,mlx5_1")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &[]),
+            (&[("NCCL_IB_HCA", "mlx5_bond")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &[]),
+            (&[("NCCL_IB_HCA", "^mlx5_bond_0")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &[]),
+            (&[("NCCL_IB_HCA", "=mlx5_4")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, gpu, None, None, None), &["any.nccl_ib_hca"]),
+            (&[("NCCL_IB_HCA", "mlx5")], ctx(Some(Fabric::Ib), &plain_hcas, &ifs, gpu, None, None, None), &[]),
+            // UCX_NET_DEVICES naming devices the node lacks
+            (&[("UCX_NET_DEVICES", "mlx5_0:1,ib0")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, cpu, None, None, None), &[]),
+            (&[("UCX_NET_DEVICES", "mlx5_4:1")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, cpu, None, None, None), &["any.ucx_net_devices"]),
+            (&[("UCX_NET_DEVICES", "all")], ctx(Some(Fabric::Ib), &ib_hcas, &ifs, cpu, None, None, None), &[]),
+        ];
+        for (vars, c, want) in table {
+            let got = names(&check_in(&env(vars), c, &rules));
+            assert_eq!(got, want.to_vec(), "{vars:?} {:?} {:?}", c.gpu_step, c.profile);
+        }
+    }
+
+    #[test]
+    fn srun_judges_only_what_it_can_know() {
+        use crate::argv::{parse, Tool};
+        let rules = builtin_rules();
+        let ib = env(&[("NCCL_NET", "IB")]);
+        let p = |a: &[&str]| parse(Tool::Srun, &s(a));
+        let plain = p(&["srun", "-n1", "hostname"]);
+        let gpu = p(&["srun", "--gres=gpu:1", "hostname"]);
+        // `NCCL_NET=IB srun -n1 hostname` on fabric=efa: a CPU-only step is left alone
+        let f = check_srun(
+            &plain,
+            None,
+            &ib,
+            Some(Fabric::Efa),
+            true,
+            false,
+            None,
+            &rules,
+        );
+        assert!(f.is_empty(), "{f:?}");
+        // ... unless gpu_steps_only=no
+        let f = check_srun(
+            &plain,
+            None,
+            &ib,
+            Some(Fabric::Efa),
+            false,
+            false,
+            None,
+            &rules,
+        );
+        assert_eq!(names(&f), vec!["efa.nccl_net_ib"]);
+        // a GPU step on fabric=efa is judged before allocation
+        let f = check_srun(&gpu, None, &ib, Some(Fabric::Efa), true, true, None, &rules);
+        assert_eq!(names(&f), vec!["efa.nccl_net_ib"]);
+        assert_eq!(f[0].severity, Severity::Error);
+        // fabric=auto: srun cannot see the compute node's fabric
+        let f = check_srun(&gpu, None, &ib, None, true, true, None, &rules);
+        assert!(f.is_empty(), "{f:?}");
+        // the step does not inherit srun's environment
+        let none = p(&["srun", "--gres=gpu:1", "--export=NONE", "hostname"]);
+        assert!(check_srun(
+            &none,
+            None,
+            &ib,
+            Some(Fabric::Efa),
+            true,
+            true,
+            None,
+            &rules
+        )
+        .is_empty());
+        assert!(check_srun(
+            &gpu,
+            Some("NONE"),
+            &ib,
+            Some(Fabric::Efa),
+            true,
+            true,
+            None,
+            &rules
+        )
+        .is_empty());
+        let all = p(&["srun", "--gres=gpu:1", "--export=ALL,X=1", "hostname"]);
+        assert_eq!(
+            check_srun(&all, None, &ib, Some(Fabric::Efa), true, true, None, &rules).len(),
+            1
+        );
+        // fabric-independent GPU rules need no fabric
+        let p2p = env(&[("NCCL_P2P_DISABLE", "1")]);
+        assert_eq!(
+            names(&check_srun(
+                &gpu, None, &p2p, None, true, true, None, &rules
+            )),
+            vec!["any.p2p_disable"]
+        );
+    }
+
+    #[test]
+    fn ofi_plugin_files_are_recognised() {
+        assert!(is_ofi_plugin("/opt/amazon/ofi-nccl/lib/libnccl-net.so"));
+        assert!(is_ofi_plugin(
+            "/usr/lib/x86_64-linux-gnu/libnccl-net-ofi.so"
+        ));
+        assert!(is_ofi_plugin(
+            "/opt/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so.1"
+        ));
+        assert!(!is_ofi_plugin(
+            "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"
+        ));
+        assert!(!is_ofi_plugin("/usr/lib/libofi.so"));
+    }
+
+    #[test]
+    fn profiles_are_data_and_their_settings_pass() {
+        let p = profile("gb300-mnnvl").unwrap();
+        assert_eq!((p.gpus_per_node, p.cpus_per_task), (4, 24));
+        let vars: Vec<(String, String)> = p
+            .settings
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let hcas = s(&["mlx5_0"]);
+        let ifs = s(&["eth0"]);
+        let c = ctx(
+            Some(Fabric::Ib),
+            &hcas,
+            &ifs,
+            Some(true),
+            None,
+            None,
+            Some(p.name),
+        );
+        assert!(check_in(&vars, &c, &builtin_rules()).is_empty());
+        // without the profile the same settings are flagged
+        let c = ctx(Some(Fabric::Ib), &hcas, &ifs, Some(true), None, None, None);
+        assert_eq!(
+            names(&check_in(&vars, &c, &builtin_rules())),
+            vec!["any.shm_disable"]
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Facts for `node.devices.*`: RDMA devices under `/sys/class/infiniband` with their verbs device
-//! nodes, and the GPU files gres.conf names.
+//! nodes, driver and port states, the GPU files gres.conf names, and cgroup.conf beside slurm.conf.
 
 use super::Ctx;
-use launchguard_core::node::devices::DeviceFacts;
+use launchguard_core::node::devices::{DeviceFacts, RdmaDevice};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
@@ -62,5 +62,41 @@ pub fn gather(ctx: &Ctx) -> DeviceFacts {
             (f, ok)
         })
         .collect();
-    DeviceFacts { uverbs, gpus }
+    let rdma = hcas()
+        .into_iter()
+        .map(|(name, driver)| {
+            let mut ports: Vec<(u32, String)> =
+                std::fs::read_dir(Path::new("/sys/class/infiniband").join(&name).join("ports"))
+                    .map(|rd| {
+                        rd.flatten()
+                            .take(16)
+                            .filter_map(|p| {
+                                let n = p.file_name().to_string_lossy().parse::<u32>().ok()?;
+                                let st = super::util::read_bytes(&p.path().join("state"), 256)
+                                    .ok()
+                                    .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+                                    .unwrap_or_default();
+                                Some((n, st))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            ports.sort();
+            RdmaDevice {
+                name,
+                driver,
+                ports: ports.into_iter().map(|(_, s)| s).collect(),
+            }
+        })
+        .collect();
+    let cgroup_conf =
+        super::util::read_bytes(&ctx.slurm_dir().join("cgroup.conf"), super::util::MAX_READ)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+    DeviceFacts {
+        uverbs,
+        gpus,
+        rdma,
+        cgroup_conf,
+    }
 }
