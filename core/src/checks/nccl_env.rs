@@ -956,6 +956,7 @@ mod tests {
             step_gpus,
             ofi_plugin: ofi,
             profile,
+            from_image: &[],
         }
     }
 
