@@ -845,12 +845,12 @@ mod tests {
             "launchguard: launch.nccl_env: NCCL_NET=IB is set by the container image on this EFA node (rule efa.nccl_net_ib); \
              on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation; \
              the image's ENV or /etc/environment sets it and Pyxis lets it override srun's value: export your own value \
-             and keep it with srun --container-env=NCCL_NET (unset NCCL_NET (the image default NCCL_NET_PLUGIN=ofi selects EFA) \
-             or set NCCL_NET=Libfabric), or remove it from the image"
+             and keep it with srun --container-env=NCCL_NET (set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) \
+             or unset NCCL_NET), or remove it from the image"
         );
         // The same value set by the user: the plain fix.
         let f = check_with_origin(&after, &[], Some(Fabric::Efa), None, &builtin_rules());
-        assert!(f[0].fix.starts_with("unset NCCL_NET"), "{}", f[0].fix);
+        assert!(f[0].fix.starts_with("set NCCL_NET=Libfabric"), "{}", f[0].fix);
         // A value the image changed counts as the image's.
         let changed = vec![kv("NCCL_DEBUG", "WARN")];
         assert_eq!(
