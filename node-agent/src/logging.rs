@@ -51,7 +51,7 @@ pub const JOURNAL_FIELDS: &[(&str, &str, &str)] = &[
     ("LAUNCHGUARD_STEP", "LAUNCH", "Slurm step ID (empty before allocation)"),
     ("LAUNCHGUARD_UID", "LAUNCH", "the user's uid"),
     ("LAUNCHGUARD_NODE", "LAUNCH", "the node that reported"),
-    ("LAUNCHGUARD_PHASE", "LAUNCH", "srun, task_init_privileged or task"),
+    ("LAUNCHGUARD_PHASE", "LAUNCH", "srun, step (slurmstepd as root) or task"),
     ("LAUNCHGUARD_ACTION", "LAUNCH", "allowed, warned or rejected"),
     ("LAUNCHGUARD_FINDINGS", "LAUNCH", "the launch's finding IDs, comma-separated"),
     ("LAUNCHGUARD_INTERVAL_SECS", "STARTED, RELOADED", "seconds between check runs now"),
