@@ -283,10 +283,11 @@ say "before: $(show_node)"
 t0=$(now)
 N chmod 0644 /etc/munge/munge.key
 NB 'echo NCCL_SOCKET_IFNAME=nosuchif0 >> /etc/environment'
-ts=$SECONDS
-N systemctl reload launchguard-agent
+# (the reload makes the agent log the findings now; the drain is launchguard-health's, from slurmd)
+N systemctl reload launchguard-agent &
 drain_s=$(wait_node $((INTERVAL + 3)) 'Reason=launchguard: node.munge.key_mode')
-say "after chmod 0644 /etc/munge/munge.key: $(show_node)(after ${drain_s} s)"
+wait
+say "after chmod 0644 /etc/munge/munge.key: $(show_node)(${drain_s} s after the chmod)"
 check "health: munge key 0644 drains the node with Reason=launchguard: … within one HealthCheckInterval ($INTERVAL s)" \
   bash -c "[ $drain_s -ge 0 ] && [ $drain_s -le $((INTERVAL + 1)) ] && scontrol_state=\$(scripts/node.sh shell scontrol show node lgnode) && grep -q 'State=[A-Z+]*DRAIN' <<<\"\$scontrol_state\""
 jfind "$t0" MESSAGE_ID=26624f63eee84b53945857a5f532f1e3 LAUNCHGUARD_CHECK=node.munge.key_mode >"$WORK/crit.line" || true
@@ -299,9 +300,10 @@ check "journal: the WARNING finding has PRIORITY=4 and LAUNCHGUARD_SEVERITY=warn
 t1=$(now)
 N chmod 0400 /etc/munge/munge.key
 NB "sed -i '/^NCCL_SOCKET_IFNAME=nosuchif0\$/d' /etc/environment"
-N systemctl reload launchguard-agent
+N systemctl reload launchguard-agent &
 resume_s=$(wait_node $((INTERVAL + 3)) 'State=IDLE ')
-say "after chmod 0400: $(show_node)(after ${resume_s} s)"
+wait
+say "after chmod 0400: $(show_node)(${resume_s} s after the chmod)"
 check "health: the fix resumes the node within one interval" bash -c "[ $resume_s -ge 0 ] && [ $resume_s -le $((INTERVAL + 1)) ] && ! scripts/node.sh shell scontrol show node lgnode | grep -q 'Reason='"
 jfind "$t1" MESSAGE_ID=032b70a2e71742d6a0d5590858c788e9 LAUNCHGUARD_CHECK=node.munge.key_mode >"$WORK/clear.line" || true
 say "$(cat "$WORK/clear.line")"
