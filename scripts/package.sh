@@ -13,6 +13,7 @@
 #   SLURM_INCLUDE_DIR=DIR   build against DIR/slurm/*.h instead of /usr/include (another release);
 #                           then the build goes to target/slurm-XX.YY/ like `cluster.sh build-plugin`
 #   LG_PACKAGE_REVISION=N   package revision (default 1)
+#   LG_PACKAGE_FORMATS=deb  only the .deb (scripts/test-node.sh; default "deb rpm")
 #
 # The .deb's Depends on slurm-wlm-basic-plugins come from [package.metadata.deb.variants.slurm-XX-YY]
 # in node-agent/Cargo.toml (one per release); the .rpm's Requires: slurm and release are set here.
@@ -24,6 +25,8 @@ cd "$ROOT"
 OUT=$ROOT/target/packages
 STAGE=$OUT/stage
 REVISION=${LG_PACKAGE_REVISION:-1}
+FORMATS=${LG_PACKAGE_FORMATS:-deb rpm}
+want() { case " $FORMATS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 log() { printf 'package: %s\n' "$*" >&2; }
 die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
@@ -49,6 +52,7 @@ grep -qF "[package.metadata.deb.variants.$VARIANT]" node-agent/Cargo.toml ||
   die "no [package.metadata.deb.variants.$VARIANT] in node-agent/Cargo.toml: add one (name and Depends on slurm-wlm-basic-plugins $SLURM_REL) for this Slurm release"
 
 for tool in deb generate-rpm; do
+  want "${tool#generate-}" || continue
   if ! cargo "$tool" --version >/dev/null 2>&1; then
     log "installing cargo-$tool (cargo install --locked; takes minutes)"
     cargo install --locked --quiet "cargo-$tool"
@@ -98,12 +102,17 @@ strip --strip-unneeded -o "$STAGE/rpm/spank_launchguard.so" "$TARGET_DIR/release
 mkdir -p "$OUT"
 DEB_VERSION=$VERSION-$REVISION+slurm$SLURM_REL
 # Only this release's packages are replaced: target/packages/ can hold one pair per Slurm release.
-rm -f "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb "$OUT"/launchguard-*."slurm$SLURM_REL".*.rpm
+rm -f "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb
+want rpm && rm -f "$OUT"/launchguard-*."slurm$SLURM_REL".*.rpm
 log "cargo deb (variant $VARIANT, version $DEB_VERSION)"
 # (cargo-deb warns that the staged ../target/packages/ assets are not Cargo build products: they are not.)
 cargo deb -p launchguard --no-build --variant "$VARIANT" --deb-version "$DEB_VERSION" -o "$OUT/" 2>&1 |
   grep -v "does not match the pattern, and will not be built" >&2 || true
 ls "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb >/dev/null 2>&1 || die "cargo deb made no .deb"
+if ! want rpm; then
+  ls -l "$OUT"/launchguard_*+slurm"$SLURM_REL"_*.deb
+  exit 0
+fi
 log "cargo generate-rpm (release $REVISION.slurm$SLURM_REL, requires slurm >= $SLURM_REL, < $next_minor)"
 cargo generate-rpm -p node-agent -o "$OUT/" \
   -s "release = \"$REVISION.slurm$SLURM_REL\"" \

@@ -39,6 +39,14 @@ cargo test --release --workspace 2>&1 | tee -a "$LOG"
 # Packages (scripts/test-package.sh): build the .deb and .rpm, install the .deb, srun against the
 # installed plugin, refuse removal while plugstack loads it, purge; host cluster only.
 case " $RELEASES " in *" host "*) scripts/test-package.sh 2>&1 | tee -a "$LOG" ;; esac
+# The node as shipped (scripts/test-node.sh, about 2 minutes with the rootfs cached in /srv/lg-node): the
+# .deb in a Debian 12 systemd-nspawn container with systemd as PID 1 and its own munge/slurmctld/slurmd
+# (ports 8817/8818): README's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
+# the unit's sandbox, tmpfiles.d after a reboot, HealthCheckProgram drain/resume.
+case " $RELEASES " in
+  *" host "*) LG_NODE_DEB=$(ls target/packages/launchguard_*-1+slurm"$(srun --version | awk '{ split($2, v, "."); print v[1] "." v[2] }')"_amd64.deb) \
+    scripts/test-node.sh 2>&1 | tee -a "$LOG" ;;
+esac
 # Leave the machine as scripts/demo.sh does: launchguard listed in warn mode on every cluster, the
 # built `launchguard` on PATH (/usr/local/bin; the package test purged /usr/bin/launchguard), and the
 # node agent running without systemd.

@@ -38,34 +38,72 @@ pub struct Args {
     pub socket: Option<PathBuf>,
 }
 
-/// Logs every check whose status changed since the previous run (all non-OK ones on the first run).
+/// Logs every check whose status changed since the previous run (all non-OK ones on the first run),
+/// with `MESSAGE_ID` FINDING or CLEARED and the fields `launchguard.check`/`launchguard.severity`
+/// (journal: `LAUNCHGUARD_CHECK`, `LAUNCHGUARD_SEVERITY`). CRITICAL goes out at journal priority 2.
 pub(crate) fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
+    use crate::logging::{message_id, CRITICAL};
     for c in &rep.checks {
         let before = prev.insert(c.id.clone(), c.status.clone());
         if before.as_deref() == Some(c.status.as_str()) {
             continue;
         }
+        let severity = c.status.to_ascii_lowercase();
         match parse_status(&c.status) {
-            Status::Ok if before.is_some() => {
-                tracing::info!(finding = c.id.as_str(), severity = "ok", "{} cleared", c.id)
-            }
+            Status::Ok if before.is_some() => tracing::info!(
+                message_id = message_id::CLEARED,
+                launchguard.check = c.id.as_str(),
+                launchguard.severity = "ok",
+                "{} cleared",
+                c.id
+            ),
             Status::Ok => {}
-            Status::Warning | Status::Unknown => {
-                tracing::warn!(
-                    finding = c.id.as_str(),
-                    severity = c.status.as_str(),
-                    "{}",
-                    c.message
-                )
-            }
+            Status::Warning | Status::Unknown => tracing::warn!(
+                message_id = message_id::FINDING,
+                launchguard.check = c.id.as_str(),
+                launchguard.severity = severity.as_str(),
+                "{}",
+                c.message
+            ),
             Status::Critical => tracing::error!(
-                finding = c.id.as_str(),
-                severity = "critical",
+                target: CRITICAL,
+                message_id = message_id::FINDING,
+                launchguard.check = c.id.as_str(),
+                launchguard.severity = "critical",
                 "{}",
                 c.message
             ),
         }
     }
+}
+
+/// The settings whose value differs between two configurations (top-level keys and sections, as
+/// named in launchguard.toml), for the reload log line.
+pub(crate) fn changed_settings(old: &Config, new: &Config) -> Vec<&'static str> {
+    let mut v = vec![];
+    macro_rules! cmp {
+        ($($f:ident),*) => {$(
+            if format!("{:?}", old.$f) != format!("{:?}", new.$f) {
+                v.push(stringify!($f));
+            }
+        )*};
+    }
+    cmp!(
+        interval_secs,
+        check_timeout_secs,
+        disabled,
+        slurm_conf,
+        plugin_dir,
+        node_name,
+        socket,
+        textfile,
+        munge,
+        enroot,
+        nccl_env,
+        reports,
+        health
+    );
+    v
 }
 
 /// Runs the agent until SIGTERM/SIGINT.
@@ -106,16 +144,21 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
     let mut runner = Arc::new(Runner::new(Ctx::new(cfg.clone())));
     let sh = Shared::new(cfg.reports.clone(), runner.clone());
     tokio::spawn(server::serve(listener, sh.clone()));
-    tracing::info!(socket = %socket.display(), logs = sink, "launchguard agent {} starting", env!("CARGO_PKG_VERSION"));
 
     let rep = runner.run(&[]).await;
-    tracing::info!(
-        "first check run: {} in {:.1} ms",
-        rep.status,
-        rep.duration_ms
-    );
+    let first = format!("{} in {:.1} ms", rep.status, rep.duration_ms);
     sh.set_textfile(&cfg.textfile);
     sh.publish(rep);
+    tracing::info!(
+        message_id = crate::logging::message_id::STARTED,
+        launchguard.socket = %socket.display(),
+        launchguard.interval_secs = cfg.interval_secs,
+        "launchguard agent {} ready (logs: {sink}): first check run {first}, then every {} s",
+        env!("CARGO_PKG_VERSION"),
+        cfg.interval_secs
+    );
+    // READY=1 only now: `systemctl start` returns, and the unit is `active`, once the first check
+    // run is done and its findings are logged.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
     let mut wd_usec = 0u64;
@@ -151,7 +194,15 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
                 let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Reloading]);
                 match Config::load(a.config.as_deref()) {
                     Ok(c) => {
-                        tracing::info!("configuration re-read (socket and report limits apply at the next start)");
+                        let changed = changed_settings(&cfg, &c).join(",");
+                        tracing::info!(
+                            message_id = crate::logging::message_id::RELOADED,
+                            launchguard.interval_secs = c.interval_secs,
+                            launchguard.changed = changed.as_str(),
+                            "configuration re-read: checks every {} s; changed: {} (socket and report limits apply at the next start)",
+                            c.interval_secs,
+                            if changed.is_empty() { "nothing" } else { changed.as_str() }
+                        );
                         cfg = c;
                         runner = Arc::new(Runner::new(Ctx::new(cfg.clone())));
                         sh.set_runner(runner.clone());
@@ -159,7 +210,10 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
                         let period = Duration::from_secs(if cfg.interval_secs == 0 { 365 * 86400 } else { cfg.interval_secs });
                         tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
                     }
-                    Err(e) => tracing::error!("config: {e}; keeping the previous configuration"),
+                    Err(e) => tracing::error!(
+                        message_id = crate::logging::message_id::RELOADED,
+                        "config: {e}; keeping the previous configuration"
+                    ),
                 }
                 let rep = runner.run(&[]).await;
                 sh.publish(rep);
@@ -171,6 +225,10 @@ async fn main_loop(mut cfg: Config, a: &Args, sink: &str) -> ExitCode {
     }
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     let _ = std::fs::remove_file(&socket);
-    tracing::info!("launchguard agent stopped");
+    tracing::info!(
+        message_id = crate::logging::message_id::STOPPED,
+        "launchguard agent stopped; {} removed",
+        socket.display()
+    );
     ExitCode::SUCCESS
 }

@@ -374,7 +374,7 @@ impl Runner {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(family = name, "{e}");
+                    tracing::warn!(launchguard.family = name, "{e}");
                     for id in ids {
                         let o = Outcome::unknown(id, e.clone());
                         checks.push(CheckLine {

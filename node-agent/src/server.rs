@@ -373,33 +373,40 @@ impl Shared {
         let ids = ids.join(",");
         let job = r.job.map(|j| j.to_string()).unwrap_or_default();
         let step = r.step.map(|j| j.to_string()).unwrap_or_default();
-        match r.action.as_str() {
-            "allowed" => tracing::info!(
-                job = job.as_str(),
-                step = step.as_str(),
-                uid = r.uid,
-                node = r.node.as_str(),
-                phase = r.phase.as_str(),
-                action = "allowed",
-                "launch allowed"
-            ),
-            _ => tracing::warn!(
-                job = job.as_str(),
-                step = step.as_str(),
-                uid = r.uid,
-                node = r.node.as_str(),
-                phase = r.phase.as_str(),
-                action = r.action.as_str(),
-                finding = ids.as_str(),
-                severity = r
-                    .findings
-                    .first()
-                    .map(|f| f.severity.as_str())
-                    .unwrap_or(""),
-                "launch {}: {}",
-                r.action,
-                r.findings.first().map(|f| f.message.as_str()).unwrap_or("")
-            ),
+        let severity = r
+            .findings
+            .first()
+            .map(|f| f.severity.as_str())
+            .unwrap_or("");
+        let first = r.findings.first().map(|f| f.message.as_str()).unwrap_or("");
+        // Journal: MESSAGE_ID LAUNCH and LAUNCHGUARD_* fields (crate::logging); a launch with an
+        // error-severity finding (one enforce mode rejects) at priority 2, a warning at 4.
+        macro_rules! launch {
+            ($lvl:ident $(, target: $t:expr)?) => {
+                tracing::$lvl!(
+                    $(target: $t,)?
+                    message_id = crate::logging::message_id::LAUNCH,
+                    launchguard.job = job.as_str(),
+                    launchguard.step = step.as_str(),
+                    launchguard.uid = r.uid,
+                    launchguard.node = r.node.as_str(),
+                    launchguard.phase = r.phase.as_str(),
+                    launchguard.action = r.action.as_str(),
+                    launchguard.findings = ids.as_str(),
+                    launchguard.severity = severity,
+                    "launch {}{}{}",
+                    r.action,
+                    if first.is_empty() { "" } else { ": " },
+                    first
+                )
+            };
+        }
+        if r.action == "allowed" && r.findings.is_empty() {
+            launch!(info);
+        } else if r.findings.iter().any(|f| f.severity == "error") {
+            launch!(error, target: crate::logging::CRITICAL);
+        } else {
+            launch!(warn);
         }
         self.count(r);
         let ring = if s.peer_uid == 0 {
@@ -598,7 +605,7 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                 {
                     sh.counters.drop_one("bad_version");
                 } else {
-                    tracing::debug!(uid, "undecodable line: {e}");
+                    tracing::debug!(launchguard.peer_uid = uid, "undecodable line: {e}");
                     sh.counters.drop_one("bad_json");
                 }
                 continue;
@@ -610,8 +617,8 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                     sh.counters.drop_one("bad_version");
                 } else if uid != 0 && report.uid != uid {
                     tracing::warn!(
-                        peer_uid = uid,
-                        claimed_uid = report.uid,
+                        launchguard.peer_uid = uid,
+                        launchguard.claimed_uid = report.uid,
                         "report refused: a non-root client claimed another uid"
                     );
                     sh.counters.drop_one("uid_mismatch");
