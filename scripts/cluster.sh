@@ -14,9 +14,9 @@
 #   host    (default) the machine's own Slurm (Debian 12: 22.05), ports 6817/6818
 #   trixie  Slurm 24.11 from Debian 13 in a debootstrap chroot at /srv/lg-trixie (created on first `up`,
 #           reused after), ports 7817/7818, its own munged and key; proctrack/linuxproc and task/none
-#           (the fake GPUs are listed in gres.conf but not constrained). See local-cluster.md part E.
+#           (the fake GPUs are listed in gres.conf but not constrained).
 #
-# Follows ../shared/design/local-cluster.md (parts A–D): cgroup v1 with ConstrainDevices=yes and two harmless
+# cgroup v1 with ConstrainDevices=yes and two harmless
 # fake GPU device nodes (/dev/fakegpu0-1, major 195, no driver) listed in gres.conf as Gres=gpu:2, a fake
 # /dev/infiniband/uverbs0, and a non-root user `lgtest`. Must run as root. Never kills daemons by name:
 # only through their pid files. Re-running `up` rewrites the config and restarts the daemons.

@@ -18,7 +18,7 @@
 #   scripts/multinode.sh heal [NODE]   undo every break on NODE (default: all nodes)
 #   scripts/multinode.sh env           print `export SLURM_CONF=…` for this cluster's clients
 #
-# Layout (../shared/design/local-cluster.md part F): bridge lgmnbr0 10.78.0.1/24 on the host, one network
+# Layout: bridge lgmnbr0 10.78.0.1/24 on the host, one network
 # namespace lgmnI per node (veth, address 10.78.0.(10+I)), slurmctld on the host on ports 6917/6918 with
 # its own config, state, logs and pid files under $LG_MN_DIR (default /run/lg-mn), so it runs beside
 # the one-node cluster of scripts/cluster.sh (6817/6818, /etc/slurm) and the 24.11 chroot (7817/7818).

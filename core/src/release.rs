@@ -1,7 +1,7 @@
 //! The running Slurm release, and the launch rules that differ between releases.
 //!
 //! Sources: Slurm 23.11 release notes and the srun(1) man pages of 22.05–24.11; measured on 22.05.8
-//! in `shared/design/spank-facts.md`.
+//! and 24.11 (docs/spank.md).
 
 use std::fmt;
 

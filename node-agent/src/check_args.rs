@@ -41,7 +41,7 @@ fn plugstack_words(input: &[String]) -> (Option<Head>, Vec<String>) {
     (None, words)
 }
 
-/// Problems with the line's head that would hurt every srun (plugstack(5), spank-facts.md).
+/// Problems with the line's head that would hurt every srun (plugstack(5), docs/spank.md).
 fn head_problems(head: &Head, policy: &Policy) -> Vec<ArgProblem> {
     let mut out = vec![];
     let so = Path::new(&head.path);

@@ -5,7 +5,7 @@ use crate::ffi::{Context, Spank};
 
 /// `slurm_spank_init_post_opt`: srun → [`crate::srun`], sbatch/salloc → [`crate::allocator`].
 /// In slurmstepd nothing happens here: messages from remote `init_post_opt` never reach the user and a
-/// rejection there leaves srun's exit code 0 (spank-facts.md), so the step is judged in `user_init`.
+/// rejection there leaves srun's exit code 0 (docs/spank.md, "Rejecting and warning"), so the step is judged in `user_init`.
 pub fn init_post_opt(sp: &Spank) -> bool {
     match sp.context() {
         Context::Local => crate::srun::init_post_opt(sp),

@@ -8,7 +8,7 @@
 //!
 //! No `slurm_spank_job_prolog`/`epilog` is exported on purpose: each would make slurmd run a
 //! `slurmstepd spank prolog/epilog` process for every job, and a failure there drains the node
-//! (spank-facts.md, "Hazards"). `spank_job_control_getenv` is never called (it segfaults slurmstepd in
+//! (docs/spank.md, "Who runs which callback" and "What each context can read"). `spank_job_control_getenv` is never called (it segfaults slurmstepd in
 //! job_script context on 22.05).
 
 #![allow(
@@ -72,7 +72,7 @@ pub enum NumItem {
 }
 
 /// `access(path, R_OK | W_OK)`: `Ok(())` or the errno. The kernel applies the devices cgroup here
-/// (EPERM) without opening the device (spank-facts.md).
+/// (EPERM) without opening the device (docs/spank.md, "Devices").
 pub fn access_rw(path: &str) -> Result<(), i32> {
     extern "C" {
         fn access(path: *const c_char, mode: c_int) -> c_int;

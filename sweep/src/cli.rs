@@ -30,7 +30,7 @@ pub struct SweepArgs {
 /// Sweeps other than the node checks.
 #[derive(Debug, clap::Subcommand)]
 pub enum SweepCommand {
-    /// Pairwise NCCL runs through sbatch to find the bad node (seed 002): disjoint pairs, then
+    /// Pairwise NCCL runs through sbatch to find the bad node: disjoint pairs, then
     /// suspects re-paired with known-good nodes; judged by `launchguard nccl outliers`' analysis.
     #[command(after_help = EXIT_CODES)]
     Nccl(NcclArgs),

@@ -1,5 +1,5 @@
 //! `launchguard sweep`: run the node checks on every node of a partition through Slurm and compare
-//! them across nodes; plan, submit and judge pairwise NCCL runs to find the bad node (seed 002).
+//! them across nodes; plan, submit and judge pairwise NCCL runs to find the bad node.
 //!
 //! Runs on a login or admin node, as root for the node checks. Slurm is the only transport: the checks
 //! fan out through one `srun` step (one task per node), the NCCL pairs through `sbatch`; nothing here

@@ -1,5 +1,5 @@
-//! Pairwise planning for `launchguard sweep nccl` (seed 002: "run pairwise tests", then "test
-//! suspected bad node against known good node").
+//! Pairwise planning for `launchguard sweep nccl` (the usual bad-node hunt: run pairwise
+//! tests, then test each suspect against a known-good node).
 //!
 //! Round 1 pairs the nodes in order, disjointly: (1,2), (3,4), …; with an odd count the last node is
 //! paired with the first as well (that one pair waits for the first node to be free: Slurm runs it

@@ -15,7 +15,7 @@ const ENROOT_CONF: &str = "/tmp/lg-tests/enroot.conf";
 fn write_enroot_conf() {
     std::fs::write(
         host_path(ENROOT_CONF),
-        "# as in seed 000, Step 5\nENROOT_RUNTIME_PATH      /run/enroot/user-$(id -u)\nENROOT_RESTRICT_DEV      n\n",
+        "# a common site setting\nENROOT_RUNTIME_PATH      /run/enroot/user-$(id -u)\nENROOT_RESTRICT_DEV      n\n",
     )
     .expect("enroot.conf");
 }

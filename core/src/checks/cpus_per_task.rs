@@ -5,7 +5,7 @@
 //! all-reduce algbw 92 → 368 GB/s once fixed). The number to use is the node's CPUs ÷ GPUs
 //! (192 / 8 = 24).
 //!
-//! Release rules (srun(1), Slurm 23.11 release notes, spank-facts.md): 22.05 and 23.02 srun read only
+//! Release rules (srun(1), Slurm 23.11 release notes, docs/spank.md): 22.05 and 23.02 srun read only
 //! `SRUN_CPUS_PER_TASK`, so `#SBATCH -c 2` followed by a plain `srun` gives the step 1 CPU per task
 //! while `SLURM_CPUS_PER_TASK=2` sits in its environment; 23.11+ srun read `SLURM_CPUS_PER_TASK` again
 //! and ignore `SRUN_CPUS_PER_TASK`.

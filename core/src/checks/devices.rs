@@ -4,7 +4,7 @@
 //! isolation (`ConstrainDevices`) and enroot's `ENROOT_RESTRICT_DEV` can hide the GPUs or the EFA/IB
 //! verbs devices from the job, and NCCL then fails or quietly falls back to TCP. Accessibility is judged
 //! with `access(2)`, which the kernel filters through the devices cgroup (EPERM when denied) without
-//! opening the device (spank-facts.md, "Testing device access without opening the device").
+//! opening the device (docs/spank.md, "Devices").
 
 use crate::finding::{clip, CheckKind, Finding, Severity};
 

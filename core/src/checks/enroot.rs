@@ -2,7 +2,7 @@
 //!
 //! Seed 000 (Step 5, troubleshooting): `/run` is a tmpfs, so `/run/enroot` vanishes at reboot; the first
 //! non-root user's Pyxis job then fails with `mkdir: cannot create directory '/run/enroot': Permission
-//! denied` (measured in spank-facts.md). The directory must exist, be owned by root and have mode 1777
+//! denied` (docs/spank.md, "Next to Pyxis"). The directory must exist, be owned by root and have mode 1777
 //! (users create `user-$(id -u)` in it); `d /run/enroot 1777 root root -` in tmpfiles.d recreates it
 //! at boot.
 
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn runtime_path_is_read_from_shell_style_conf() {
-        let conf = "# seed 000\nENROOT_RUNTIME_PATH      /run/enroot/user-$(id -u)\nENROOT_CACHE_PATH /x\n";
+        let conf = "# a common site setting\nENROOT_RUNTIME_PATH      /run/enroot/user-$(id -u)\nENROOT_CACHE_PATH /x\n";
         assert_eq!(runtime_path_from_conf(conf).as_deref(), Some("/run/enroot/user-$(id -u)"));
         assert_eq!(runtime_path_from_conf("ENROOT_RUNTIME_PATH \"/run/e\"\n").as_deref(), Some("/run/e"));
         assert_eq!(runtime_path_from_conf("ENROOT_RUNTIME_PATHX /a\n"), None);

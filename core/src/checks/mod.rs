@@ -1,6 +1,6 @@
 //! Launch checks: pure evaluators over gathered facts, one check family per file.
 //!
-//! The plugin gathers facts in three places (spank-facts.md, "Who runs what"):
+//! The plugin gathers facts in three places (docs/spank.md, "Who runs which callback"):
 //! - srun, before allocation (`init_post_opt`, local context): srun's argv and its own environment;
 //! - sbatch/salloc (`init_post_opt`, allocator context): their argv, environment and `#SBATCH` lines;
 //! - slurmstepd (`user_init` / `task_init_privileged`, remote context): SPANK items such as

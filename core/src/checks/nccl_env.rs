@@ -202,9 +202,10 @@ fn vals(v: &[&str]) -> Vec<String> {
 pub fn builtin_rules() -> Vec<Rule> {
     use Fabric::{Efa, Ib};
     use Severity::{Error, Warning};
-    const S000: &str = "AWS EFA user guide (NCCL with EFA) and aws-ofi-nccl documentation";
-    const S002: &str = "aws-ofi-nccl documentation, tuning (the plugin's tuner picks algorithms)";
-    const S004: &str = "NCCL documentation, Environment Variables (InfiniBand)";
+    const EFA_GUIDE: &str = "AWS EFA user guide (NCCL with EFA) and aws-ofi-nccl documentation";
+    const OFI_TUNING: &str =
+        "aws-ofi-nccl documentation, tuning (the plugin's tuner picks algorithms)";
+    const NCCL_IB_DOC: &str = "NCCL documentation, Environment Variables (InfiniBand)";
     const NCCL: &str = "NCCL documentation, Environment Variables";
     const UCX: &str = "UCX documentation, UCX_NET_DEVICES";
     const NVCT: &str = "NVIDIA Container Toolkit documentation, NVIDIA_VISIBLE_DEVICES";
@@ -212,43 +213,43 @@ pub fn builtin_rules() -> Vec<Rule> {
     let mut v = vec![
         rule("efa.nccl_net_ib", Some(Efa), "NCCL_NET", Cond::Is(vals(&["IB"])), Error,
              "on EFA, NCCL_NET=IB forces the InfiniBand transport, which finds no device and fails NCCL initialisation",
-             "set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET", S000),
+             "set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET", EFA_GUIDE),
         rule("efa.nccl_net", Some(Efa), "NCCL_NET", Cond::Not(vals(&["Libfabric", "IB"])), Warning,
              "on EFA, the old name 'AWS Libfabric' gave no communication results with the validated aws-ofi-nccl and Socket falls back to TCP",
-             "set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET", S000),
+             "set NCCL_NET=Libfabric (aws-ofi-nccl's name for EFA) or unset NCCL_NET", EFA_GUIDE),
         rule("efa.nccl_net_plugin", Some(Efa), "NCCL_NET_PLUGIN", Cond::Not(vals(&["*ofi", "*libnccl-net.so"])), Warning,
              "a network plugin other than aws-ofi-nccl leaves the EFA path (IB plugin or TCP fallback)",
-             "unset NCCL_NET_PLUGIN to keep the image default ofi", S000),
+             "unset NCCL_NET_PLUGIN to keep the image default ofi", EFA_GUIDE),
         rule("efa.nccl_ib", Some(Efa), "NCCL_IB_*", Cond::Set, Warning,
              "InfiniBand settings carried over from an IB cluster are not used on EFA and signal an IB-era environment that drops to TCP or fails",
-             "remove the NCCL_IB_* variables from the job script, the image or /etc/environment", S000),
+             "remove the NCCL_IB_* variables from the job script, the image or /etc/environment", EFA_GUIDE),
         rule("efa.fi_provider", Some(Efa), "FI_PROVIDER", Cond::Not(vals(&["efa"])), Warning,
              "libfabric uses another provider than EFA, so NCCL traffic leaves the EFA NICs",
-             "unset FI_PROVIDER or set FI_PROVIDER=efa", S000),
+             "unset FI_PROVIDER or set FI_PROVIDER=efa", EFA_GUIDE),
         rule("efa.tree_threshold", Some(Efa), "NCCL_TREE_THRESHOLD", Cond::Is(vals(&["0"])), Warning,
              "it disables NCCL's tree algorithm and lowers all-reduce bandwidth on EFA",
-             "unset NCCL_TREE_THRESHOLD (the aws-ofi-nccl tuner picks algorithms)", S002),
+             "unset NCCL_TREE_THRESHOLD (the aws-ofi-nccl tuner picks algorithms)", OFI_TUNING),
         rule("efa.algo", Some(Efa), "NCCL_ALGO", Cond::Is(vals(&["Ring,Tree"])), Warning,
              "forcing NCCL_ALGO overrides the aws-ofi-nccl tuner and can lower bandwidth",
-             "unset NCCL_ALGO", S002),
+             "unset NCCL_ALGO", OFI_TUNING),
         rule("efa.proto", Some(Efa), "NCCL_PROTO", Cond::Is(vals(&["Simple"])), Warning,
              "forcing NCCL_PROTO=Simple disables LL/LL128 and slows small and medium messages",
-             "unset NCCL_PROTO", S002),
+             "unset NCCL_PROTO", OFI_TUNING),
         rule("ib.nccl_net_libfabric", Some(Ib), "NCCL_NET", Cond::Is(vals(&["Libfabric", "AWS Libfabric", "OFI"])), Error,
              "on InfiniBand, NCCL_NET=Libfabric/OFI selects the aws-ofi-nccl plugin for EFA, which finds no EFA device and fails NCCL initialisation",
-             "unset NCCL_NET or set NCCL_NET=IB", S004),
+             "unset NCCL_NET or set NCCL_NET=IB", NCCL_IB_DOC),
         rule("ib.nccl_net_socket", Some(Ib), "NCCL_NET", Cond::Is(vals(&["Socket"])), Warning,
              "on InfiniBand, NCCL_NET=Socket falls back to TCP at a fraction of the bandwidth",
-             "unset NCCL_NET or set NCCL_NET=IB", S004),
+             "unset NCCL_NET or set NCCL_NET=IB", NCCL_IB_DOC),
         rule("ib.nccl_net_plugin", Some(Ib), "NCCL_NET_PLUGIN", Cond::Is(vals(&["ofi", "aws-ofi"])), Warning,
              "the aws-ofi-nccl plugin is for EFA; on InfiniBand it fails or falls back to TCP",
-             "unset NCCL_NET_PLUGIN", S004),
+             "unset NCCL_NET_PLUGIN", NCCL_IB_DOC),
         rule("ib.fi_provider", Some(Ib), "FI_PROVIDER", Cond::Is(vals(&["efa"])), Warning,
              "an EFA-only libfabric setting on an InfiniBand node points at an EFA-era environment",
-             "remove FI_PROVIDER=efa from the job environment", S004),
+             "remove FI_PROVIDER=efa from the job environment", NCCL_IB_DOC),
         rule("ib.fi_efa", Some(Ib), "FI_EFA_*", Cond::Set, Warning,
              "EFA-only libfabric settings have no effect on InfiniBand and point at an EFA-era environment",
-             "remove the FI_EFA_* variables from the job environment", S004),
+             "remove the FI_EFA_* variables from the job environment", NCCL_IB_DOC),
         rule("any.socket_ifname", None, "NCCL_SOCKET_IFNAME", Cond::Interface, Warning,
              "NCCL bootstraps over this interface, so a name the node lacks fails initialisation and a loopback or container bridge breaks multi-node jobs",
              "unset NCCL_SOCKET_IFNAME or name the node's data interface (see 'ip -br link')", NCCL),
@@ -278,7 +279,7 @@ pub fn builtin_rules() -> Vec<Rule> {
              "unset NVIDIA_VISIBLE_DEVICES in the job and the image (Slurm's GPU allocation decides; request GPUs with --gpus or --gres)", NVCT).gpu(),
         rule("any.nccl_ib_hca", None, "NCCL_IB_HCA", Cond::IbHca, Warning,
              "NCCL reads each NCCL_IB_HCA entry as a prefix unless the list starts with '=', so it selects other devices than the ones named, or none",
-             "name the node's devices exactly with a leading '=' (e.g. NCCL_IB_HCA==mlx5_0,mlx5_1; see 'ibv_devices'), or unset NCCL_IB_HCA", S004),
+             "name the node's devices exactly with a leading '=' (e.g. NCCL_IB_HCA==mlx5_0,mlx5_1; see 'ibv_devices'), or unset NCCL_IB_HCA", NCCL_IB_DOC),
         rule("any.ucx_net_devices", None, "UCX_NET_DEVICES", Cond::UcxDevices, Warning,
              "UCX uses only the devices listed, so a name the node lacks leaves UCX (and MPI/NCCL over UCX) without that network or on TCP",
              "list this node's devices as DEV:PORT or interface names (see 'ucx_info -d' or 'ibv_devices'), or unset UCX_NET_DEVICES", UCX),
@@ -850,7 +851,11 @@ mod tests {
         );
         // The same value set by the user: the plain fix.
         let f = check_with_origin(&after, &[], Some(Fabric::Efa), None, &builtin_rules());
-        assert!(f[0].fix.starts_with("set NCCL_NET=Libfabric"), "{}", f[0].fix);
+        assert!(
+            f[0].fix.starts_with("set NCCL_NET=Libfabric"),
+            "{}",
+            f[0].fix
+        );
         // A value the image changed counts as the image's.
         let changed = vec![kv("NCCL_DEBUG", "WARN")];
         assert_eq!(

@@ -1,5 +1,5 @@
-//! `node.devices.*`: device files the node must have (seed 000, Step 3: `/dev/infiniband/uverbs*` for
-//! every RDMA device, or EFA/IB traffic cannot start; the GPU files gres.conf names, or jobs get no GPUs).
+//! `node.devices.*`: device files the node must have (the AWS EFA user guide and rdma-core: `/dev/infiniband/uverbs*`
+//! for every RDMA device, or EFA/IB traffic cannot start; the GPU files gres.conf names, or jobs get no GPUs).
 
 use super::{Outcome, Status};
 

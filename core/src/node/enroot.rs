@@ -1,4 +1,5 @@
-//! `node.enroot.*`: enroot's configuration on the node (seed 000, Step 5): the runtime directory under
+//! `node.enroot.*`: enroot's configuration on the node (enroot's configuration documentation and the
+//! Pyxis README): the runtime directory under
 //! `/run/enroot` present with mode 1777 and recreated at boot by tmpfiles.d, cache and data on node-local
 //! disks (images are tens of GB), and `ENROOT_RESTRICT_DEV n` where the node has EFA (otherwise
 //! `/dev/infiniband` is hidden in containers and NCCL silently falls back to TCP).

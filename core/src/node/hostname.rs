@@ -1,5 +1,5 @@
-//! `node.hostname.*`: how this node's name resolves (seed 000, Step 2 "hostname resolution": the node's
-//! hostname must resolve to its IPv4 address; a first answer of `fe80::…` or a loopback address breaks
+//! `node.hostname.*`: how this node's name resolves (Slurm's slurm.conf(5) NodeName/NodeAddr and the Slurm
+//! network set-up guidance: the node's hostname must resolve to its IPv4 address; a first answer of `fe80::…` or a loopback address breaks
 //! slurmd registration, srun's I/O connections and NCCL/MPI bootstrap on multi-node jobs).
 
 use super::{quote, Outcome, Status};

@@ -2,8 +2,7 @@
 //!
 //! Each family's `judge` returns one [`Outcome`] for every check ID it owns, `ok` or not, so a status
 //! table always lists every check. Gathering (files, `/proc`, `/sys`, munged) lives in the agent
-//! (`node-agent/src/gather/`); tests here feed canned facts. The rules come from seed 000 (steps 1–6
-//! and its troubleshooting list) unless a check says otherwise.
+//! (`node-agent/src/gather/`); tests here feed canned facts. Each family names the public documentation its rules come from.
 
 pub mod devices;
 pub mod enroot;

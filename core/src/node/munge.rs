@@ -1,5 +1,5 @@
-//! `node.munge.*`: the munge key and munged (seed 000, Step 1: "the key must be identical on every
-//! node, owned by munge, mode 0400"; troubleshooting: `Invalid credential`, `Munge decode failed`).
+//! `node.munge.*`: the munge key and munged (MUNGE's installation guide and munged(8): the key must
+//! be identical on every node, owned by munge, mode 0400; otherwise `Invalid credential`, `Munge decode failed`).
 
 use super::{quote, Outcome, Status};
 

@@ -1,6 +1,5 @@
-//! `node.slurm_conf.*`: this node's line in slurm.conf against its hardware (seed 000, Step 4: "use
-//! `slurmd -C` to get the real values; a RealMemory above what the node has puts it DOWN with
-//! `Low RealMemory`"). Slurm's rule (slurm.conf(5), NodeName): a node that registers with fewer CPUs,
+//! `node.slurm_conf.*`: this node's line in slurm.conf against its hardware (`slurmd -C`
+//! prints the real values; a RealMemory above what the node has puts it DOWN with `Low RealMemory`). Slurm's rule (slurm.conf(5), NodeName): a node that registers with fewer CPUs,
 //! sockets, cores, threads or less memory than configured is set DRAIN/DOWN; fewer configured is fine.
 
 use super::{quote, Outcome, Status};
