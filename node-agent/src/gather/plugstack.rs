@@ -81,7 +81,7 @@ pub fn is_configless(slurm_conf: &Path) -> bool {
 /// The plugstack file the running Slurm reads, and where that came from:
 /// - a configless slurmd reads the controller's plugstack.conf from its cache, beside slurm.conf;
 /// - otherwise, unless launchguard.toml names slurm_conf (then that file is taken as the running
-///   one), the running Slurm's own answer (`scontrol show config`);
+///   one) or this runs inside a job step, the running Slurm's own answer (`scontrol show config`);
 /// - else slurm.conf's `PlugStackConfig`, else plugstack.conf beside slurm.conf (slurm.conf(5)).
 pub fn path(ctx: &Ctx, conf: Option<&SlurmConf>) -> (PathBuf, String) {
     let slurm_conf = ctx.cfg.slurm_conf_path();
@@ -91,7 +91,10 @@ pub fn path(ctx: &Ctx, conf: Option<&SlurmConf>) -> (PathBuf, String) {
             format!("configless slurmd's cache beside {}", slurm_conf.display()),
         );
     }
-    if ctx.cfg.slurm_conf.is_none() {
+    // Inside a job step (a `launchguard sweep`), every node would ask the controller at once: the
+    // step's slurm.conf is slurmd's own there.
+    let in_step = std::env::var_os("SLURM_JOB_ID").is_some();
+    if ctx.cfg.slurm_conf.is_none() && !in_step {
         if let Some(p) = scontrol_plugstack(ctx, &slurm_conf) {
             return (PathBuf::from(p), "scontrol show config".into());
         }
@@ -158,7 +161,11 @@ fn runtime_fs(path: &str) -> RuntimeFs {
             .find(|(m, _)| *m == magic)
             .map(|(_, n)| (*n).to_string());
         if magic == 0x0102_1994 {
-            out.tmpfs_bytes = Some(s.blocks() as u64 * s.block_size() as u64);
+            let bsize = u64::try_from(s.block_size()).unwrap_or(0);
+            // fsblkcnt_t is u64 here but u32 on some 32-bit targets.
+            #[allow(clippy::useless_conversion)]
+            let blocks = u64::from(s.blocks());
+            out.tmpfs_bytes = Some(blocks.saturating_mul(bsize));
         }
     }
     out
