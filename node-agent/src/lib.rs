@@ -6,6 +6,7 @@ pub mod check_args;
 pub mod check_cmd;
 pub mod config;
 pub mod docs;
+pub mod explain;
 pub mod gather;
 pub mod health;
 pub mod logging;
@@ -29,6 +30,10 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Explain a failed job's output (slurm-JOBID.out, slurmd.log, a pasted terminal; `-` reads
+    /// stdin): finding ID, cause and fix for every known symptom line. Exit codes: 0 nothing known,
+    /// 1 WARNING, 2 CRITICAL, 3 unreadable input.
+    Explain(explain::Args),
     /// Run the node agent (systemd: launchguard-agent.service): node checks every interval, the
     /// plugin's launch reports on /run/launchguard/agent.sock, a Prometheus textfile.
     #[command(after_long_help = logging::journal_help())]
@@ -64,6 +69,7 @@ enum Command {
 pub fn run_cli() -> ExitCode {
     match Cli::parse().cmd {
         Command::Agent(a) => agent::run(&a),
+        Command::Explain(a) => explain::run(&a),
         Command::Check(a) => check_cmd::check(&a),
         Command::Status(a) => status_cmd::run(&a),
         Command::ListChecks(a) => check_cmd::list(&a),

@@ -458,3 +458,163 @@ fn list_checks_names_every_family_and_marks_disabled_ones() {
         .lines()
         .any(|l| l.starts_with("node.munge.key_mode") && l.contains("enabled")));
 }
+
+/// Issue 14 item 10, on this node's real files: enroot's own default runtime path is judged (not
+/// UNKNOWN), a data path whose parent is missing is not "on the root filesystem", one fixed path
+/// owned by one user breaks the others, and a hooks.d beside enroot.conf is read.
+#[test]
+fn enroot_default_runtime_path_and_storage_paths_are_judged() {
+    let d = scratch("enroot-storage");
+    let conf = d.join("enroot.conf");
+    let locked = d.join("locked");
+    std::fs::create_dir_all(&locked).unwrap();
+    cmd(&["chmod", "0755", locked.to_str().unwrap()]);
+    let owned = d.join("shared-data");
+    std::fs::create_dir_all(&owned).unwrap();
+    cmd(&["chown", "65534", owned.to_str().unwrap()]);
+    cmd(&["chmod", "0755", owned.to_str().unwrap()]);
+    // No ENROOT_RUNTIME_PATH: enroot's default ${XDG_RUNTIME_DIR}/enroot.
+    std::fs::write(
+        &conf,
+        format!(
+            "ENROOT_CACHE_PATH {}/raid/cache/user-$(id -u)\nENROOT_DATA_PATH {}\n",
+            locked.display(),
+            owned.display()
+        ),
+    )
+    .unwrap();
+    let cfg = config(&d, &format!("[enroot]\nconf = \"{}\"\n", conf.display()));
+    let (code, rep) = check(&cfg, &["node.enroot"]);
+    assert_eq!(
+        status_of(&rep, "node.enroot.runtime_path"),
+        "warning",
+        "{rep}"
+    );
+    assert!(message_of(&rep, "node.enroot.runtime_path").contains("${XDG_RUNTIME_DIR}/enroot"));
+    assert_eq!(status_of(&rep, "node.enroot.run_dir"), "ok", "{rep}");
+    let storage = message_of(&rep, "node.enroot.storage");
+    assert_eq!(status_of(&rep, "node.enroot.storage"), "critical", "{rep}");
+    assert!(
+        storage.contains(&format!("'{}/raid/cache' does not exist", locked.display())),
+        "{storage}"
+    );
+    assert!(storage.contains("uid 65534 owns it"), "{storage}");
+    assert!(!storage.contains("root filesystem"), "{storage}");
+    assert_eq!(code, 2, "{rep}");
+    assert!(rep["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["status"] != "unknown"));
+    // The common site layout: a 1777 parent, per-user paths, the runtime under /run/enroot's twin.
+    let run = d.join("run/enroot");
+    std::fs::create_dir_all(&run).unwrap();
+    cmd(&[
+        "chmod",
+        "1777",
+        run.to_str().unwrap(),
+        locked.to_str().unwrap(),
+    ]);
+    std::fs::write(
+        &conf,
+        format!(
+            "ENROOT_RUNTIME_PATH {}/user-$(id -u)\nENROOT_DATA_PATH {}/data/user-$(id -u)\n",
+            run.display(),
+            locked.display()
+        ),
+    )
+    .unwrap();
+    let (_, rep) = check(&cfg, &["node.enroot.storage", "node.enroot.nvidia_hook"]);
+    // /tmp is on the root filesystem here: a warning, no longer a critical.
+    assert_ne!(status_of(&rep, "node.enroot.storage"), "critical", "{rep}");
+    // This test machine has no NVIDIA GPU: the hook is not required.
+    assert_eq!(status_of(&rep, "node.enroot.nvidia_hook"), "ok", "{rep}");
+}
+
+/// Issue 14 item 11: a configless slurmd reads the controller's plugstack.conf from its cache, so
+/// Pyxis listed in a plugstack.conf.d file that this copy does not include never loads; and
+/// Pyxis's runtime_path on a small tmpfs (a real one, mounted here) is found.
+#[test]
+fn plugins_in_files_the_running_slurm_does_not_read_do_not_pass() {
+    let d = scratch("configless");
+    let cache = d.join("conf-cache");
+    std::fs::create_dir_all(cache.join("plugstack.conf.d")).unwrap();
+    let real = std::fs::read_to_string("/etc/slurm/slurm.conf").unwrap();
+    let text: String = real
+        .lines()
+        .filter(|l| !l.starts_with("PlugStackConfig"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(cache.join("slurm.conf"), text).unwrap();
+    // launchguard as the cluster lists it (by its installed name, spank_launchguard.so).
+    let so = d.join("spank_launchguard.so");
+    std::fs::copy(launchguard_tests::built_plugin(), &so).unwrap();
+    let rt = d.join("pyxis-rt");
+    std::fs::create_dir_all(&rt).unwrap();
+    let mounted = cmd(&[
+        "mount",
+        "-t",
+        "tmpfs",
+        "-o",
+        "size=64m",
+        "lg-pyxis-rt",
+        rt.to_str().unwrap(),
+    ]);
+    assert_eq!(mounted.code, 0, "{mounted:?}");
+    std::fs::write(
+        cache.join("plugstack.conf.d/10-pyxis.conf"),
+        format!(
+            "required /usr/lib/slurm/spank_pyxis.so runtime_path={}\n",
+            rt.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        cache.join("plugstack.conf"),
+        format!("required {}\n", so.display()),
+    )
+    .unwrap();
+    let cfg = config(
+        &d,
+        &format!("slurm_conf = \"{}\"\n", cache.join("slurm.conf").display()),
+    );
+    let (code, rep) = check(&cfg, &["node.plugstack"]);
+    let unread = message_of(&rep, "node.plugstack.unread");
+    assert_eq!(
+        status_of(&rep, "node.plugstack.unread"),
+        "critical",
+        "{rep}"
+    );
+    assert!(unread.contains("spank_pyxis.so ("), "{unread}");
+    assert!(unread.contains("configless"), "{unread}");
+    assert!(
+        unread.contains(&cache.join("plugstack.conf").display().to_string()),
+        "{unread}"
+    );
+    assert_eq!(code, 2);
+    // Once the cached stack includes it, Pyxis is read: its runtime_path is judged (a 64 MiB
+    // tmpfs) and its missing .so is what fails now.
+    std::fs::write(
+        cache.join("plugstack.conf"),
+        format!(
+            "include plugstack.conf.d/*.conf\nrequired {}\n",
+            so.display()
+        ),
+    )
+    .unwrap();
+    let (_, rep) = check(&cfg, &["node.plugstack"]);
+    let umount = cmd(&["umount", rt.to_str().unwrap()]);
+    assert_eq!(status_of(&rep, "node.plugstack.unread"), "ok", "{rep}");
+    assert_eq!(
+        status_of(&rep, "node.plugstack.pyxis_runtime"),
+        "warning",
+        "{rep}"
+    );
+    assert!(message_of(&rep, "node.plugstack.pyxis_runtime").contains("tmpfs of 0.1 GiB"));
+    assert_eq!(
+        status_of(&rep, "node.plugstack.required_so"),
+        "critical",
+        "{rep}"
+    );
+    assert_eq!(umount.code, 0, "{umount:?}");
+}

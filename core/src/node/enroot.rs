@@ -33,6 +33,10 @@ pub const CHECKS: &[(&str, &str)] = &[
         "node.enroot.restrict_dev",
         "ENROOT_RESTRICT_DEV n on nodes with EFA",
     ),
+    (
+        "node.enroot.nvidia_hook",
+        "on GPU nodes enroot's 98-nvidia.sh hook is enabled and nvidia-container-cli is installed",
+    ),
 ];
 
 /// Parses enroot.conf: `KEY value` (or `KEY=value`) lines, `#` comments, values optionally quoted.
@@ -89,6 +93,33 @@ pub enum Fs {
     Unknown(String),
 }
 
+/// One of ENROOT_CACHE_PATH / ENROOT_DATA_PATH and what the node has of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Storage {
+    /// `ENROOT_CACHE_PATH` or `ENROOT_DATA_PATH`.
+    pub key: String,
+    /// The path as configured (may hold `$(id -u)`, `${UID}`…).
+    pub path: String,
+    /// The filesystem of `ancestor` (where the directory is or will be created).
+    pub fs: Fs,
+    /// `lstat` of the path's fixed part ([`fixed_part`]): [`DirState::Missing`] when absent.
+    pub base: DirState,
+    /// The deepest existing directory of the fixed part and its state (the fixed part itself when
+    /// it exists).
+    pub ancestor: (String, DirState),
+}
+
+/// enroot's NVIDIA hook on this node.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NvidiaHook {
+    /// The node has NVIDIA GPUs (`/proc/driver/nvidia/gpus/*` or `/dev/nvidia0`).
+    pub gpu: bool,
+    /// The hook's path when it is present and executable (enroot runs only executable hooks).
+    pub hook: Option<String>,
+    /// Where `nvidia-container-cli` is, if anywhere on the standard PATH.
+    pub cli: Option<String>,
+}
+
 /// Everything the enroot family judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnrootFacts {
@@ -96,18 +127,120 @@ pub struct EnrootFacts {
     pub conf_path: String,
     /// `Ok(None)`: no enroot.conf and no enroot installed (every check passes: not applicable).
     pub conf: Result<Option<String>, String>,
-    /// State of the runtime path's shared directory (`None` when not examined).
+    /// State of the runtime path's shared directory (`None` when the path has no fixed shared
+    /// directory, e.g. `${XDG_RUNTIME_DIR}/enroot`).
     pub run_dir: Option<(String, DirState)>,
     /// Whether a tmpfiles.d file creates that directory.
     pub tmpfiles: bool,
-    /// `(key, path as configured, filesystem of the expanded path's existing prefix)`.
-    pub storage: Vec<(String, String, Fs)>,
+    /// The cache and data paths.
+    pub storage: Vec<Storage>,
     /// The node has EFA devices (`/sys/class/infiniband/*` with driver `efa`).
     pub efa: bool,
     /// launchguard's plugin is listed in plugstack with `enroot_runtime` on and `enroot_repair=yes`
     /// (both its defaults): it creates a missing runtime directory, or fixes a root-owned one's mode,
     /// as root before Pyxis needs it, at the next container launch.
     pub plugin_repairs: bool,
+    /// The NVIDIA hook.
+    pub nvidia: NvidiaHook,
+}
+
+/// The part of a configured path before its first component that the shell expands (`$`, `` ` ``,
+/// `~`): `/opt/enroot/data` for `/opt/enroot/data/user-$(id -u)`, the whole path when nothing
+/// expands, `None` for a relative path or one that expands from its first component (`$HOME/...`).
+pub fn fixed_part(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut out = String::new();
+    for c in path.split('/').filter(|c| !c.is_empty()) {
+        if c.contains(['$', '`', '~']) {
+            break;
+        }
+        out.push('/');
+        out.push_str(c);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Whether a configured path is per user (it expands something, e.g. `user-$(id -u)`).
+pub fn per_user(path: &str) -> bool {
+    path.contains(['$', '`', '~'])
+}
+
+/// Whether every user may create entries in a directory (world-writable, as 1777).
+fn others_can_create(s: DirState) -> bool {
+    matches!(s, DirState::Dir { mode, .. } if mode & 0o003 == 0o003)
+}
+
+/// The problems of one storage path, worst first: (status, what).
+fn storage_problems(s: &Storage) -> Vec<(Status, String)> {
+    let mut out = vec![];
+    let Some(fixed) = fixed_part(&s.path) else {
+        return out;
+    };
+    let (anc, anc_state) = (&s.ancestor.0, s.ancestor.1);
+    let shared = !per_user(&s.path);
+    match s.base {
+        DirState::Missing if !others_can_create(anc_state) => out.push((
+            Status::Critical,
+            format!(
+                "{} {}: {} does not exist and users cannot create it in {} (it {})",
+                s.key,
+                quote(&s.path),
+                quote(&fixed),
+                quote(anc),
+                anc_state.describe()
+            ),
+        )),
+        DirState::Missing if shared => out.push((
+            Status::Warning,
+            format!(
+                "{} {} is one path for all users and does not exist yet: the first user to run a container creates it and owns it, every other user then gets 'Permission denied'",
+                s.key,
+                quote(&s.path)
+            ),
+        )),
+        DirState::NotDir => out.push((
+            Status::Critical,
+            format!("{} {}: {} is not a directory", s.key, quote(&s.path), quote(&fixed)),
+        )),
+        DirState::Dir { uid, .. } if shared && !others_can_create(s.base) && uid != 0 => out.push((
+            Status::Critical,
+            format!(
+                "{} {} is one directory for all users and uid {uid} owns it ({}): every other user gets 'Permission denied'",
+                s.key,
+                quote(&s.path),
+                s.base.describe()
+            ),
+        )),
+        DirState::Dir { .. } if !others_can_create(s.base) => out.push((
+            if shared { Status::Critical } else { Status::Warning },
+            format!(
+                "{} {}: users cannot create {} in {} (it {}) unless a prolog does it for them",
+                s.key,
+                quote(&s.path),
+                if shared { "files" } else { "their directory" },
+                quote(&fixed),
+                s.base.describe()
+            ),
+        )),
+        _ => {}
+    }
+    // Where it lives: only meaningful where it exists or users can create it.
+    if out.iter().all(|(st, _)| *st != Status::Critical) {
+        match &s.fs {
+            Fs::Root => out.push((
+                Status::Warning,
+                format!("{} {} is on the root filesystem", s.key, quote(&s.path)),
+            )),
+            Fs::Network(t) => out.push((
+                Status::Warning,
+                format!("{} {} is on {t}", s.key, quote(&s.path)),
+            )),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The runtime path enroot uses (its default when unset).
@@ -154,8 +287,19 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
     }];
     let rp = runtime_path(&pairs);
     let dir = shared_dir(&rp);
+    let xdg = rp.contains("XDG_RUNTIME_DIR") || rp.starts_with("/run/user/");
     out.push(match &dir {
         Some(d) if d == "/run/enroot" => Outcome::ok("node.enroot.runtime_path"),
+        // A warning, not a drain: enroot falls back to XDG_RUNTIME_DIR=/run when the step has none
+        // (enroot's own `config::export XDG_RUNTIME_DIR /run`), so some containers start; the ones
+        // whose srun carried the login node's XDG_RUNTIME_DIR fail.
+        _ if xdg => Outcome::new(
+            "node.enroot.runtime_path",
+            Status::Warning,
+            format!("ENROOT_RUNTIME_PATH is {} (enroot's default when unset)", quote(&rp)),
+            "srun copies the login session's XDG_RUNTIME_DIR=/run/user/UID into the step, and without a pam_systemd login on this node that directory does not exist, so those users' Pyxis containers fail with 'mkdir: cannot create directory ... Permission denied' (steps without the variable use /run/enroot)",
+            "set `ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)` in /etc/enroot/enroot.conf and create /run/enroot mode 1777 from tmpfiles.d ('d /run/enroot 1777 root root -')",
+        ),
         _ => Outcome::new(
             "node.enroot.runtime_path",
             Status::Warning,
@@ -165,7 +309,9 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
         ),
     });
     out.push(match &f.run_dir {
-        None => Outcome::unknown("node.enroot.run_dir", "the runtime directory was not examined (per-user path)"),
+        // No fixed shared directory (e.g. ${XDG_RUNTIME_DIR}/enroot): nothing on the node to
+        // examine; node.enroot.runtime_path judges the path itself.
+        None => Outcome::ok("node.enroot.run_dir"),
         Some((_, s)) if s.is_good() => Outcome::ok("node.enroot.run_dir"),
         // Not a drain: the node is fine for jobs, and a drained node never gets the launch that
         // would repair it.
@@ -195,25 +341,17 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             format!("echo '{}' > /etc/tmpfiles.d/enroot.conf; systemd-tmpfiles --create /etc/tmpfiles.d/enroot.conf", tmpfiles_line(d)),
         ),
     });
-    let bad: Vec<String> = f
-        .storage
-        .iter()
-        .filter_map(|(k, p, fs)| match fs {
-            Fs::Root => Some(format!("{k} {} is on the root filesystem", quote(p))),
-            Fs::Network(t) => Some(format!("{k} {} is on {t}", quote(p))),
-            _ => None,
-        })
-        .collect();
-    out.push(if bad.is_empty() {
-        Outcome::ok("node.enroot.storage")
-    } else {
-        Outcome::new(
+    let mut problems: Vec<(Status, String)> = f.storage.iter().flat_map(storage_problems).collect();
+    problems.sort_by_key(|(st, _)| if *st == Status::Critical { 0 } else { 1 });
+    out.push(match problems.first() {
+        None => Outcome::ok("node.enroot.storage"),
+        Some((st, _)) => Outcome::new(
             "node.enroot.storage",
-            Status::Warning,
-            bad.join(", "),
-            "container images are tens of GB: on / they fill the root disk, on a network filesystem every import is slow and shared",
-            "point ENROOT_CACHE_PATH and ENROOT_DATA_PATH at node-local NVMe, e.g. /opt/dlami/nvme/enroot/cache/user-$(id -u)",
-        )
+            *st,
+            problems.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join(", "),
+            "container images are tens of GB and each user needs a directory of their own: a missing parent or one directory owned by one user fails every other user's Pyxis job, / fills the root disk, a network filesystem makes every import slow",
+            "use per-user paths on node-local NVMe under a parent created at boot with mode 1777, e.g. `ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-$(id -u)` and 'd /opt/dlami/nvme/enroot/data 1777 root root -' in /etc/tmpfiles.d/enroot.conf",
+        ),
     });
     let restrict = pairs
         .iter()
@@ -243,7 +381,34 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "set `ENROOT_RESTRICT_DEV n` in /etc/enroot/enroot.conf",
         )
     });
+    let n = &f.nvidia;
+    out.push(match (n.gpu, &n.hook, &n.cli) {
+        (true, Some(h), None) => Outcome::new(
+            "node.enroot.nvidia_hook",
+            Status::Critical,
+            format!("this GPU node enables enroot's hook {} but has no nvidia-container-cli", quote(h)),
+            "every container that asks for GPUs (CUDA images set NVIDIA_VISIBLE_DEVICES) fails to start with '98-nvidia.sh exited with return code 1'",
+            "install libnvidia-container-tools (nvidia-container-cli) on the node",
+        ),
+        (true, None, _) => Outcome::new(
+            "node.enroot.nvidia_hook",
+            Status::Warning,
+            format!("this GPU node has no executable 98-nvidia.sh in {}", quote(&hooks_dir(&f.conf_path))),
+            "Pyxis containers then get no NVIDIA driver libraries or GPU devices",
+            format!("install enroot's hook: cp /usr/share/enroot/hooks.d/98-nvidia.sh {}/ (mode 0755) and install libnvidia-container-tools", hooks_dir(&f.conf_path)),
+        ),
+        _ => Outcome::ok("node.enroot.nvidia_hook"),
+    });
     out
+}
+
+/// enroot's system hook directory: `hooks.d` beside enroot.conf (ENROOT_SYSCONF_PATH).
+pub fn hooks_dir(conf_path: &str) -> String {
+    match conf_path.rsplit_once('/') {
+        Some(("", _)) => "/hooks.d".into(),
+        Some((d, _)) => format!("{d}/hooks.d"),
+        None => "hooks.d".into(),
+    }
 }
 
 #[cfg(test)]
@@ -268,13 +433,46 @@ ENROOT_RESTRICT_DEV      n\n";
                 },
             )),
             tmpfiles: true,
-            storage: vec![(
-                "ENROOT_CACHE_PATH".into(),
-                "/opt/dlami/nvme".into(),
+            storage: vec![store(
+                "ENROOT_CACHE_PATH",
+                "/opt/dlami/nvme/enroot/cache/user-$(id -u)",
                 Fs::Local,
+                STICKY,
+                None,
             )],
             efa: true,
             plugin_repairs: false,
+            nvidia: NvidiaHook {
+                gpu: true,
+                hook: Some("/etc/enroot/hooks.d/98-nvidia.sh".into()),
+                cli: Some("/usr/bin/nvidia-container-cli".into()),
+            },
+        }
+    }
+
+    const STICKY: DirState = DirState::Dir {
+        mode: 0o1777,
+        uid: 0,
+    };
+
+    /// A storage path whose fixed part is in `base`; `anc`: the deepest existing directory when
+    /// the fixed part is missing.
+    fn store(
+        key: &str,
+        path: &str,
+        fs: Fs,
+        base: DirState,
+        anc: Option<(&str, DirState)>,
+    ) -> Storage {
+        let fixed = fixed_part(path).unwrap();
+        Storage {
+            key: key.into(),
+            path: path.into(),
+            fs,
+            base,
+            ancestor: anc
+                .map(|(a, s)| (a.to_string(), s))
+                .unwrap_or((fixed, base)),
         }
     }
 
@@ -343,11 +541,19 @@ ENROOT_RESTRICT_DEV      n\n";
     fn storage_on_root_or_nfs_and_bad_lines() {
         let mut f = facts(SEED);
         f.storage = vec![
-            ("ENROOT_CACHE_PATH".into(), "/var/enroot".into(), Fs::Root),
-            (
-                "ENROOT_DATA_PATH".into(),
-                "/fsx/enroot".into(),
+            store(
+                "ENROOT_CACHE_PATH",
+                "/var/enroot/u-$(id -u)",
+                Fs::Root,
+                STICKY,
+                None,
+            ),
+            store(
+                "ENROOT_DATA_PATH",
+                "/fsx/enroot/u-$(id -u)",
                 Fs::Network("nfs4".into()),
+                STICKY,
+                None,
             ),
         ];
         let o = judge(&f)
@@ -356,9 +562,169 @@ ENROOT_RESTRICT_DEV      n\n";
             .unwrap();
         assert_eq!(o.status, Status::Warning);
         assert!(o.what.contains("nfs4"), "{}", o.what);
+        assert!(o.what.contains("root filesystem"), "{}", o.what);
         let f = facts("rm -rf /\nENROOT_X 1\n");
         assert_eq!(status(&f, "node.enroot.conf"), Status::Warning);
+        // No ENROOT_RUNTIME_PATH: enroot's default under XDG_RUNTIME_DIR.
+        assert_eq!(status(&f, "node.enroot.runtime_path"), Status::Critical);
+    }
+
+    /// Field reports: enroot issues 13 and 61, pyxis issue 138, awsome-distributed-ai issue 184.
+    #[test]
+    fn storage_paths_are_judged_by_what_users_can_create() {
+        let root_755 = DirState::Dir {
+            mode: 0o755,
+            uid: 0,
+        };
+        let user_755 = DirState::Dir {
+            mode: 0o755,
+            uid: 1001,
+        };
+        let k = "ENROOT_DATA_PATH";
+        // (storage, status, words the message must hold, words it must not)
+        let cases: Vec<(Storage, Status, &[&str], &[&str])> = vec![
+            // Parent missing, under a root-owned 0755 /: not "on the root filesystem".
+            (
+                store(
+                    k,
+                    "/raid/enroot-data/user-$(id -u)",
+                    Fs::Root,
+                    DirState::Missing,
+                    Some(("/", root_755)),
+                ),
+                Status::Critical,
+                &[
+                    "'/raid/enroot-data' does not exist",
+                    "users cannot create it in '/'",
+                ],
+                &["root filesystem"],
+            ),
+            // A fixed path that one user created first.
+            (
+                store(k, "/tmp/enroot-data", Fs::Root, user_755, None),
+                Status::Critical,
+                &["one directory for all users", "uid 1001 owns it"],
+                &["root filesystem"],
+            ),
+            // A fixed path not created yet under /tmp: the first user will own it.
+            (
+                store(
+                    k,
+                    "/tmp/enroot-data",
+                    Fs::Local,
+                    DirState::Missing,
+                    Some(("/tmp", STICKY)),
+                ),
+                Status::Warning,
+                &["first user to run a container creates it"],
+                &[],
+            ),
+            // A fixed path, root-owned 0755: nobody but root can write it.
+            (
+                store(k, "/opt/nvme/tmp/enroot/data", Fs::Local, root_755, None),
+                Status::Critical,
+                &["users cannot create files in"],
+                &[],
+            ),
+            // Per-user under a 0755 parent: only a prolog makes it work.
+            (
+                store(
+                    k,
+                    "/opt/nvme/enroot/user-$(id -u)",
+                    Fs::Local,
+                    root_755,
+                    None,
+                ),
+                Status::Warning,
+                &["users cannot create their directory in '/opt/nvme/enroot'"],
+                &[],
+            ),
+            // Per-user under a 1777 parent on a local disk: fine.
+            (
+                store(k, "/opt/nvme/enroot/user-$(id -u)", Fs::Local, STICKY, None),
+                Status::Ok,
+                &[],
+                &[],
+            ),
+            // A fixed shared 1777 directory, local: fine.
+            (
+                store(k, "/local/enroot", Fs::Local, STICKY, None),
+                Status::Ok,
+                &[],
+                &[],
+            ),
+        ];
+        for (st, want, has, hasnt) in cases {
+            let mut f = facts(SEED);
+            let path = st.path.clone();
+            f.storage = vec![st];
+            let o = judge(&f)
+                .into_iter()
+                .find(|o| o.id == "node.enroot.storage")
+                .unwrap();
+            assert_eq!(o.status, want, "{path}: {}", o.what);
+            for w in has {
+                assert!(o.what.contains(w), "{path}: {w:?} not in {}", o.what);
+            }
+            for w in hasnt {
+                assert!(!o.what.contains(w), "{path}: {w:?} in {}", o.what);
+            }
+        }
+        assert_eq!(fixed_part("$HOME/enroot"), None);
+        assert_eq!(fixed_part("/a/b/u-${UID}/c").as_deref(), Some("/a/b"));
+    }
+
+    #[test]
+    fn enroots_default_runtime_path_is_judged_not_unknown() {
+        // No ENROOT_RUNTIME_PATH (enroot's make install leaves it commented out) or set to the default.
+        for conf in ["", "ENROOT_RUNTIME_PATH ${XDG_RUNTIME_DIR}/enroot\n"] {
+            let mut f = facts(conf);
+            f.run_dir = None;
+            f.tmpfiles = false;
+            let out = judge(&f);
+            let get = |id: &str| out.iter().find(|o| o.id == id).unwrap().clone();
+            assert_eq!(
+                get("node.enroot.runtime_path").status,
+                Status::Warning,
+                "{conf:?}"
+            );
+            assert!(get("node.enroot.runtime_path")
+                .what
+                .contains("XDG_RUNTIME_DIR"));
+            assert_eq!(get("node.enroot.run_dir").status, Status::Ok);
+            assert_eq!(get("node.enroot.tmpfiles").status, Status::Ok);
+            assert!(out.iter().all(|o| o.status != Status::Unknown), "{out:?}");
+        }
+        let mut f = facts("ENROOT_RUNTIME_PATH /tmp/enroot/$(id -u)\n");
+        f.run_dir = Some(("/tmp/enroot".into(), STICKY));
         assert_eq!(status(&f, "node.enroot.runtime_path"), Status::Warning);
+    }
+
+    #[test]
+    fn the_nvidia_hook_needs_its_cli_on_gpu_nodes() {
+        let hook = Some("/etc/enroot/hooks.d/98-nvidia.sh".to_string());
+        let cli = Some("/usr/bin/nvidia-container-cli".to_string());
+        for (gpu, h, c, want) in [
+            (true, hook.clone(), cli.clone(), Status::Ok),
+            (true, hook.clone(), None, Status::Critical),
+            (true, None, cli.clone(), Status::Warning),
+            (true, None, None, Status::Warning),
+            (false, hook.clone(), None, Status::Ok),
+            (false, None, None, Status::Ok),
+        ] {
+            let mut f = facts(SEED);
+            f.nvidia = NvidiaHook {
+                gpu,
+                hook: h.clone(),
+                cli: c.clone(),
+            };
+            assert_eq!(
+                status(&f, "node.enroot.nvidia_hook"),
+                want,
+                "{gpu} {h:?} {c:?}"
+            );
+        }
+        assert_eq!(hooks_dir("/etc/enroot/enroot.conf"), "/etc/enroot/hooks.d");
     }
 
     #[test]

@@ -20,7 +20,19 @@ pub const CHECKS: &[(&str, &str)] = &[
         "node.plugstack.order",
         "launchguard is listed, after Pyxis when Pyxis is listed",
     ),
+    (
+        "node.plugstack.unread",
+        "no plugin is listed only in a plugstack file the running Slurm does not read",
+    ),
+    (
+        "node.plugstack.pyxis_runtime",
+        "Pyxis's runtime_path is node-local and, on tmpfs, big enough for an image",
+    ),
 ];
+
+/// Smallest tmpfs for Pyxis's runtime_path: Pyxis imports each image there as one squashfs file
+/// (NVIDIA's PyTorch images are 10–20 GB).
+pub const MIN_PYXIS_TMPFS: u64 = 16 << 30;
 
 /// One plugin line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +112,41 @@ pub struct PlugstackFacts {
     pub entries: Result<Vec<(Entry, SoState)>, String>,
     /// Parse problems across the files.
     pub problems: Vec<String>,
+    /// Where `path` came from: `scontrol show config`, `PlugStackConfig in FILE`, `configless
+    /// cache`, `the default beside FILE`.
+    pub source: String,
+    /// Plugin lines found in plugstack files (and their includes) that the running Slurm does not
+    /// read, for plugins absent from the stack it reads.
+    pub unread: Vec<Entry>,
+    /// Pyxis's `runtime_path=` (default `/run/pyxis`) and where it lives, when Pyxis is listed.
+    pub pyxis_runtime: Option<RuntimeFs>,
+}
+
+/// Where a directory lives.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuntimeFs {
+    /// The path as given.
+    pub path: String,
+    /// The network filesystem it is on (nfs, lustre…), if any.
+    pub network: Option<String>,
+    /// The size of the tmpfs it is on, if it is on a tmpfs (bytes).
+    pub tmpfs_bytes: Option<u64>,
+}
+
+/// Pyxis's runtime directory from its plugstack arguments (`runtime_path=`, default `/run/pyxis`,
+/// Pyxis's README), or `None` when Pyxis is not listed.
+pub fn pyxis_runtime_path(entries: &[Entry]) -> Option<String> {
+    let e = entries
+        .iter()
+        .find(|e| basename(&e.path).contains("pyxis"))?;
+    Some(
+        e.args
+            .iter()
+            .rev()
+            .find_map(|a| a.strip_prefix("runtime_path="))
+            .unwrap_or("/run/pyxis")
+            .to_string(),
+    )
 }
 
 fn basename(p: &str) -> &str {
@@ -121,6 +168,8 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
                 ),
                 Outcome::unknown("node.plugstack.required_so", "plugstack.conf unreadable"),
                 Outcome::unknown("node.plugstack.order", "plugstack.conf unreadable"),
+                Outcome::unknown("node.plugstack.unread", "plugstack.conf unreadable"),
+                Outcome::unknown("node.plugstack.pyxis_runtime", "plugstack.conf unreadable"),
             ]
         }
     };
@@ -191,6 +240,47 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
         ),
         _ => Outcome::ok("node.plugstack.order"),
     });
+    out.push(match f.unread.first() {
+        None => Outcome::ok("node.plugstack.unread"),
+        Some(_) => {
+            let pyxis = f.unread.iter().any(|e| basename(&e.path).contains("pyxis"));
+            let list: Vec<String> = f
+                .unread
+                .iter()
+                .take(4)
+                .map(|e| format!("{} ({})", basename(&e.path), e.at))
+                .collect();
+            Outcome::new(
+                "node.plugstack.unread",
+                if pyxis { Status::Critical } else { Status::Warning },
+                format!(
+                    "{} listed only in a file the running Slurm does not read: it reads {} ({})",
+                    list.join(", "),
+                    quote(&f.path),
+                    f.source
+                ),
+                "Slurm never loads these plugins: with Pyxis missing, --container-image is unknown or jobs run on the host instead of in the container",
+                format!("list them in {} (or one of its includes), or point PlugStackConfig= in slurm.conf at that file and restart slurmd", quote(&f.path)),
+            )
+        }
+    });
+    out.push(match &f.pyxis_runtime {
+        Some(RuntimeFs { path, network: Some(t), .. }) => Outcome::new(
+            "node.plugstack.pyxis_runtime",
+            Status::Warning,
+            format!("Pyxis's runtime_path {} is on {t}", quote(path)),
+            "Pyxis writes each imported image there as a squashfs file: on a network filesystem every import is slow and all nodes share the load",
+            "set runtime_path= on Pyxis's plugstack line to a node-local directory (the default /run/pyxis on a large tmpfs, or local NVMe)",
+        ),
+        Some(RuntimeFs { path, tmpfs_bytes: Some(b), .. }) if *b < MIN_PYXIS_TMPFS => Outcome::new(
+            "node.plugstack.pyxis_runtime",
+            Status::Warning,
+            format!("Pyxis's runtime_path {} is a tmpfs of {:.1} GiB", quote(path), *b as f64 / (1u64 << 30) as f64),
+            "Pyxis writes each imported image there as one squashfs file of several GB: imports fail with 'No space left on device'",
+            format!("set runtime_path= on Pyxis's plugstack line to node-local disk, or give the tmpfs at least {} GiB", MIN_PYXIS_TMPFS >> 30),
+        ),
+        _ => Outcome::ok("node.plugstack.pyxis_runtime"),
+    });
     out
 }
 
@@ -212,6 +302,9 @@ mod tests {
             path: "/etc/slurm/plugstack.conf".into(),
             entries: Ok(entries),
             problems: vec![],
+            source: "scontrol show config".into(),
+            unread: vec![],
+            pyxis_runtime: None,
         }
     }
 
@@ -272,5 +365,86 @@ mod tests {
         );
         assert_eq!(judge(&facts(vec![px]))[2].status, Status::Warning);
         assert_eq!(judge(&facts(vec![lg]))[2].status, Status::Ok);
+    }
+
+    fn get(f: &PlugstackFacts, id: &str) -> Outcome {
+        judge(f).into_iter().find(|o| o.id == id).unwrap()
+    }
+
+    /// Field report: aws-samples/sample-physical-ai-scaffolding-kit issue 5 (Pyxis listed in a file
+    /// a configless slurmd never reads).
+    #[test]
+    fn plugins_listed_only_in_unread_files_do_not_pass() {
+        let px = (entry("/x/spank_pyxis.so", true, "c:1"), SoState::Loadable);
+        let lg = (
+            entry("/x/spank_launchguard.so", true, "c:2"),
+            SoState::Loadable,
+        );
+        let mut f = facts(vec![px.clone(), lg.clone()]);
+        assert_eq!(get(&f, "node.plugstack.unread").status, Status::Ok);
+        f.unread = vec![entry(
+            "/x/spank_other.so",
+            false,
+            "/etc/slurm/plugstack.conf:3",
+        )];
+        let o = get(&f, "node.plugstack.unread");
+        assert_eq!(o.status, Status::Warning);
+        assert!(
+            o.what
+                .contains("spank_other.so (/etc/slurm/plugstack.conf:3)"),
+            "{}",
+            o.what
+        );
+        assert!(o.what.contains("scontrol show config"), "{}", o.what);
+        // Pyxis only in the unread file: the stack that runs has no Pyxis at all.
+        let mut f = facts(vec![lg]);
+        f.path = "/var/spool/slurmd/conf-cache/plugstack.conf".into();
+        f.source = "configless cache".into();
+        f.unread = vec![entry(
+            "/usr/lib/slurm/spank_pyxis.so",
+            true,
+            "/etc/slurm/plugstack.conf.d/pyxis.conf:1",
+        )];
+        let o = get(&f, "node.plugstack.unread");
+        assert_eq!(o.status, Status::Critical);
+        assert!(
+            o.fix
+                .contains("/var/spool/slurmd/conf-cache/plugstack.conf"),
+            "{}",
+            o.fix
+        );
+    }
+
+    #[test]
+    fn pyxis_runtime_path_on_network_or_small_tmpfs_is_a_warning() {
+        let mut px = entry("/x/spank_pyxis.so", true, "c:1");
+        assert_eq!(
+            pyxis_runtime_path(std::slice::from_ref(&px)).as_deref(),
+            Some("/run/pyxis")
+        );
+        px.args = vec!["runtime_path=/scratch/pyxis".into(), "remap_root=0".into()];
+        assert_eq!(
+            pyxis_runtime_path(std::slice::from_ref(&px)).as_deref(),
+            Some("/scratch/pyxis")
+        );
+        assert_eq!(pyxis_runtime_path(&[]), None);
+        for (network, tmpfs, want) in [
+            (None, None, Status::Ok),
+            (Some("nfs"), None, Status::Warning),
+            (None, Some(4u64 << 30), Status::Warning),
+            (None, Some(64u64 << 30), Status::Ok),
+        ] {
+            let mut f = facts(vec![(px.clone(), SoState::Loadable)]);
+            f.pyxis_runtime = Some(RuntimeFs {
+                path: "/scratch/pyxis".into(),
+                network: network.map(String::from),
+                tmpfs_bytes: tmpfs,
+            });
+            assert_eq!(
+                get(&f, "node.plugstack.pyxis_runtime").status,
+                want,
+                "{network:?} {tmpfs:?}"
+            );
+        }
     }
 }

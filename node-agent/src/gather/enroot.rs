@@ -4,7 +4,9 @@
 use super::util;
 use super::Ctx;
 use launchguard_core::checks::enroot::{shared_dir, DirState};
-use launchguard_core::node::enroot::{parse_conf, runtime_path, EnrootFacts, Fs};
+use launchguard_core::node::enroot::{
+    fixed_part, hooks_dir, parse_conf, runtime_path, EnrootFacts, Fs, NvidiaHook, Storage,
+};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +19,7 @@ const TMPFILES_DIRS: &[&str] = &[
 ];
 
 /// `statfs` magic numbers of network and cluster filesystems.
-const NETWORK_FS: &[(i64, &str)] = &[
+pub const NETWORK_FS: &[(i64, &str)] = &[
     (0x6969, "nfs"),
     (0x0BD0_0BD0, "lustre"),
     (0xFF53_4D42, "cifs"),
@@ -63,19 +65,23 @@ fn tmpfiles_has(dir: &str) -> bool {
     })
 }
 
-/// The filesystem of the deepest existing ancestor of `p` (expansions such as `user-$(id -u)` are cut
-/// off first).
-fn fs_of(p: &str) -> Fs {
-    let cut: String = p.split('$').next().unwrap_or(p).to_string();
-    let mut cur = PathBuf::from(&cut);
+/// The deepest existing directory of `p` (`p` itself when it exists).
+fn existing_ancestor(p: &Path) -> Option<PathBuf> {
+    let mut cur = p.to_path_buf();
     while !cur.exists() {
         if !cur.pop() {
-            return Fs::Unknown(format!("no part of {p} exists"));
+            return None;
         }
     }
+    Some(cur)
+}
+
+/// The filesystem of an existing path: a network filesystem by its `statfs` magic, else the root
+/// filesystem when it is on `/`'s device, else another local one.
+pub fn fs_of(cur: &Path) -> Fs {
     let root_dev = std::fs::metadata("/").map(|m| m.dev()).ok();
-    let dev = std::fs::metadata(&cur).map(|m| m.dev()).ok();
-    match nix::sys::statfs::statfs(&cur) {
+    let dev = std::fs::metadata(cur).map(|m| m.dev()).ok();
+    match nix::sys::statfs::statfs(cur) {
         Ok(s) => {
             // f_type is a c_long (i64 here, i32 on 32-bit targets).
             #[allow(clippy::unnecessary_cast)]
@@ -90,6 +96,41 @@ fn fs_of(p: &str) -> Fs {
         }
         Err(e) => Fs::Unknown(e.to_string()),
     }
+}
+
+/// One storage path: its fixed part's state, the deepest existing directory and its filesystem.
+fn storage(key: &str, path: &str) -> Option<Storage> {
+    let fixed = fixed_part(path)?;
+    let anc = existing_ancestor(Path::new(&fixed))?;
+    Some(Storage {
+        key: key.into(),
+        path: path.into(),
+        fs: fs_of(&anc),
+        base: dir_state(Path::new(&fixed)),
+        ancestor: (anc.display().to_string(), dir_state(&anc)),
+    })
+}
+
+/// Directories searched for `nvidia-container-cli` (the PATH of a Slurm step and of root).
+const BIN_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/sbin"];
+
+/// enroot's NVIDIA hook: GPUs present, the hook executable in `hooks.d` beside enroot.conf, the cli.
+pub fn nvidia_hook(conf_path: &Path) -> NvidiaHook {
+    let gpu = std::fs::read_dir("/proc/driver/nvidia/gpus")
+        .map(|mut d| d.next().is_some())
+        .unwrap_or(false)
+        || Path::new("/dev/nvidia0").exists();
+    let hook = Path::new(&hooks_dir(&conf_path.display().to_string())).join("98-nvidia.sh");
+    let hook = std::fs::metadata(&hook)
+        .ok()
+        .filter(|m| m.is_file() && m.mode() & 0o111 != 0)
+        .map(|_| hook.display().to_string());
+    let cli = BIN_DIRS
+        .iter()
+        .map(|d| Path::new(d).join("nvidia-container-cli"))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string());
+    NvidiaHook { gpu, hook, cli }
 }
 
 /// Gathers the enroot family's facts.
@@ -115,10 +156,11 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
         _ => vec![],
     };
     let dir = shared_dir(&runtime_path(&pairs));
-    let storage = pairs
+    // The last setting of each key wins (enroot sources the files in order).
+    let storage = ["ENROOT_CACHE_PATH", "ENROOT_DATA_PATH"]
         .iter()
-        .filter(|(k, _)| k == "ENROOT_CACHE_PATH" || k == "ENROOT_DATA_PATH")
-        .map(|(k, v)| (k.clone(), v.clone(), fs_of(v)))
+        .filter_map(|k| pairs.iter().rev().find(|(pk, _)| pk == k))
+        .filter_map(|(k, v)| storage(k, v))
         .collect();
     EnrootFacts {
         conf_path: conf_path.display().to_string(),
@@ -130,6 +172,7 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
         plugin_repairs: dir
             .as_deref()
             .is_some_and(|d| plugin_repairs(ctx, &conf_path, d)),
+        nvidia: nvidia_hook(&conf_path),
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Ctx {
     pub hardware: std::sync::OnceLock<Result<launchguard_core::node::slurm_conf::Hardware, String>>,
     /// pmix plugin scans, keyed by (path, mtime, size).
     pub pmix_cache: Mutex<Vec<PmixScan>>,
+    /// The running Slurm's PlugStackConfig (`scontrol show config`) and when it was asked.
+    pub scontrol_plugstack: Mutex<Option<(std::time::Instant, Option<String>)>>,
 }
 
 impl Ctx {
@@ -38,6 +40,7 @@ impl Ctx {
             cfg,
             hardware: std::sync::OnceLock::new(),
             pmix_cache: Mutex::new(vec![]),
+            scontrol_plugstack: Mutex::new(None),
         }
     }
 

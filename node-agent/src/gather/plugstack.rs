@@ -1,12 +1,17 @@
-//! Facts for `node.plugstack.*`: plugstack.conf (slurm.conf's `PlugStackConfig`, else beside
-//! slurm.conf) with its includes, and the state of each plugin's .so (exists, an ELF shared object).
+//! Facts for `node.plugstack.*`: the plugstack file the running Slurm reads (see [`path`]) with its
+//! includes, the state of each plugin's .so (exists, an ELF shared object), plugins listed in other
+//! plugstack files that Slurm does not read, and where Pyxis's runtime_path lives.
 
 use super::util;
 use super::Ctx;
-use launchguard_core::node::plugstack::{parse, Entry, Line, PlugstackFacts, SoState};
+use launchguard_core::node::plugstack::{
+    parse, pyxis_runtime_path, Entry, Line, PlugstackFacts, RuntimeFs, SoState,
+};
 use launchguard_core::slurm_conf::SlurmConf;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Include depth followed.
 const MAX_DEPTH: usize = 8;
@@ -30,12 +35,140 @@ pub fn so_state(p: &Path) -> SoState {
     }
 }
 
-/// plugstack.conf's path: slurm.conf's `PlugStackConfig`, else beside slurm.conf.
-pub fn path(ctx: &Ctx, conf: Option<&SlurmConf>) -> PathBuf {
-    match conf.and_then(|c| c.get("PlugStackConfig")) {
-        Some(p) => PathBuf::from(p),
-        None => ctx.slurm_dir().join("plugstack.conf"),
+/// How long an answer of `scontrol show config` is reused (the agent runs the checks every minute
+/// on every node: the controller is asked at most this often per node).
+const SCONTROL_TTL: Duration = Duration::from_secs(600);
+
+/// The value of `key` in `scontrol show config` output (`Key = value` lines); `None` when absent,
+/// empty or `(null)`.
+pub fn show_config_value(text: &str, key: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        let v = v.trim();
+        (k.trim() == key && !v.is_empty() && v != "(null)").then(|| v.to_string())
+    })
+}
+
+/// The running Slurm's PlugStackConfig (`scontrol show config`, 3 s deadline, cached for
+/// [`SCONTROL_TTL`]); `None` when the controller cannot be asked.
+fn scontrol_plugstack(ctx: &Ctx, slurm_conf: &Path) -> Option<String> {
+    let mut cache = ctx
+        .scontrol_plugstack
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some((at, v)) = cache.as_ref() {
+        if at.elapsed() < SCONTROL_TTL {
+            return v.clone();
+        }
     }
+    let mut c = Command::new("scontrol");
+    c.args(["show", "config"]).env("SLURM_CONF", slurm_conf);
+    let v = util::run(c, None, Duration::from_secs(3))
+        .ok()
+        .filter(|o| o.ok)
+        .and_then(|o| show_config_value(&String::from_utf8_lossy(&o.stdout), "PlugStackConfig"));
+    *cache = Some((Instant::now(), v.clone()));
+    v
+}
+
+/// Whether slurm.conf is a configless slurmd's cached copy (Slurm's configless guide: slurmd keeps
+/// the controller's files in its spool's `conf-cache/`, linked from `/run/slurm/conf/`).
+pub fn is_configless(slurm_conf: &Path) -> bool {
+    let dir = slurm_conf.parent().unwrap_or(Path::new("/"));
+    dir.ends_with("conf-cache") || dir.ends_with("slurm/conf")
+}
+
+/// The plugstack file the running Slurm reads, and where that came from:
+/// - a configless slurmd reads the controller's plugstack.conf from its cache, beside slurm.conf;
+/// - otherwise, unless launchguard.toml names slurm_conf (then that file is taken as the running
+///   one) or this runs inside a job step, the running Slurm's own answer (`scontrol show config`);
+/// - else slurm.conf's `PlugStackConfig`, else plugstack.conf beside slurm.conf (slurm.conf(5)).
+pub fn path(ctx: &Ctx, conf: Option<&SlurmConf>) -> (PathBuf, String) {
+    let slurm_conf = ctx.cfg.slurm_conf_path();
+    if is_configless(&slurm_conf) {
+        return (
+            ctx.slurm_dir().join("plugstack.conf"),
+            format!("configless slurmd's cache beside {}", slurm_conf.display()),
+        );
+    }
+    // Inside a job step (a `launchguard sweep`), every node would ask the controller at once: the
+    // step's slurm.conf is slurmd's own there.
+    let in_step = std::env::var_os("SLURM_JOB_ID").is_some();
+    if ctx.cfg.slurm_conf.is_none() && !in_step {
+        if let Some(p) = scontrol_plugstack(ctx, &slurm_conf) {
+            return (PathBuf::from(p), "scontrol show config".into());
+        }
+    }
+    match conf.and_then(|c| c.get("PlugStackConfig")) {
+        Some(p) => (
+            PathBuf::from(p),
+            format!("PlugStackConfig in {}", slurm_conf.display()),
+        ),
+        None => (
+            ctx.slurm_dir().join("plugstack.conf"),
+            format!("the default beside {}", slurm_conf.display()),
+        ),
+    }
+}
+
+/// Other plugstack files an admin may have edited: the usual paths and `plugstack.conf.d/*.conf`
+/// beside them and beside the file Slurm reads.
+fn candidates(ctx: &Ctx, real: &Path, conf: Option<&SlurmConf>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = vec![
+        "/etc/slurm".into(),
+        "/etc/slurm-llnl".into(),
+        ctx.slurm_dir(),
+    ];
+    if let Some(d) = real.parent() {
+        dirs.push(d.to_path_buf());
+    }
+    let mut out: Vec<PathBuf> = vec![];
+    if let Some(p) = conf.and_then(|c| c.get("PlugStackConfig")) {
+        out.push(PathBuf::from(p));
+    }
+    for d in dirs {
+        out.push(d.join("plugstack.conf"));
+        out.extend(util::glob_last(&d.join("plugstack.conf.d").join("*.conf")));
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let real = canon(real);
+    let mut seen = vec![real];
+    out.retain(|p| {
+        let c = canon(p);
+        if seen.contains(&c) || !p.is_file() {
+            return false;
+        }
+        seen.push(c);
+        true
+    });
+    out
+}
+
+/// Where a directory (or its deepest existing ancestor) lives: network filesystem or tmpfs size.
+fn runtime_fs(path: &str) -> RuntimeFs {
+    let mut cur = PathBuf::from(path);
+    while !cur.exists() && cur.pop() {}
+    let mut out = RuntimeFs {
+        path: path.to_string(),
+        ..RuntimeFs::default()
+    };
+    if let Ok(s) = nix::sys::statfs::statfs(&cur) {
+        // f_type is a c_long (i64 here, i32 on 32-bit targets).
+        #[allow(clippy::unnecessary_cast)]
+        let magic = s.filesystem_type().0 as i64;
+        out.network = super::enroot::NETWORK_FS
+            .iter()
+            .find(|(m, _)| *m == magic)
+            .map(|(_, n)| (*n).to_string());
+        if magic == 0x0102_1994 {
+            let bsize = u64::try_from(s.block_size()).unwrap_or(0);
+            // fsblkcnt_t is u64 here but u32 on some 32-bit targets.
+            #[allow(clippy::useless_conversion)]
+            let blocks = u64::from(s.blocks());
+            out.tmpfs_bytes = Some(blocks.saturating_mul(bsize));
+        }
+    }
+    out
 }
 
 fn walk(
@@ -87,7 +220,7 @@ fn walk(
 pub fn gather(ctx: &Ctx) -> PlugstackFacts {
     let (_, conf) = ctx.slurm_conf();
     let conf = conf.ok();
-    let p = path(ctx, conf.as_ref());
+    let (p, source) = path(ctx, conf.as_ref());
     let dirs = super::pmix::plugin_dirs(ctx, conf.as_ref());
     let mut entries = vec![];
     let mut problems = vec![];
@@ -99,9 +232,70 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
             Ok(entries)
         }
     };
+    let base = |e: &Entry| e.path.rsplit('/').next().unwrap_or("").to_string();
+    let loaded: Vec<String> = match &entries {
+        Ok(e) => e.iter().map(|(e, _)| base(e)).collect(),
+        Err(_) => vec![],
+    };
+    let mut unread: Vec<Entry> = vec![];
+    if entries.is_ok() {
+        for f in candidates(ctx, &p, conf.as_ref()) {
+            let (mut other, mut ignored) = (vec![], vec![]);
+            walk(&f, &dirs, &mut other, &mut ignored, 0);
+            for (e, _) in other {
+                let b = base(&e);
+                if !loaded.contains(&b) && !unread.iter().any(|u| base(u) == b) {
+                    unread.push(e);
+                }
+            }
+        }
+    }
+    let pyxis_runtime = match &entries {
+        Ok(e) => {
+            let list: Vec<Entry> = e.iter().map(|(e, _)| e.clone()).collect();
+            pyxis_runtime_path(&list).map(|rp| runtime_fs(&rp))
+        }
+        Err(_) => None,
+    };
     PlugstackFacts {
         path: p.display().to_string(),
         entries,
         problems,
+        source,
+        unread,
+        pyxis_runtime,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_config_values() {
+        let t = "Configuration data as of 2026-12-01T03:00:00\nPlugStackConfig         = /etc/slurm/plugstack.conf\nSlurmctldPlugstack      = (null)\n";
+        assert_eq!(
+            show_config_value(t, "PlugStackConfig").as_deref(),
+            Some("/etc/slurm/plugstack.conf")
+        );
+        assert_eq!(show_config_value(t, "SlurmctldPlugstack"), None);
+        assert_eq!(show_config_value(t, "Plug"), None);
+    }
+
+    #[test]
+    fn configless_copies_are_recognised() {
+        assert!(is_configless(Path::new(
+            "/var/spool/slurmd/conf-cache/slurm.conf"
+        )));
+        assert!(is_configless(Path::new("/run/slurm/conf/slurm.conf")));
+        assert!(!is_configless(Path::new("/etc/slurm/slurm.conf")));
+    }
+
+    #[test]
+    fn a_small_tmpfs_is_measured() {
+        // /dev/shm is a tmpfs on every Linux this runs on.
+        let f = runtime_fs("/dev/shm/lg-no-such-dir/pyxis");
+        assert!(f.tmpfs_bytes.is_some(), "{f:?}");
+        assert_eq!(f.network, None);
     }
 }

@@ -1,7 +1,7 @@
 //! Small I/O helpers with bounds: file reads capped in size, child processes with a deadline, and
 //! last-component globs.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,25 +17,94 @@ pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Reads a regular file of at most `max` bytes without following a final symlink and without
-/// blocking on a FIFO or device swapped in after the `stat` (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`).
-pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+/// Opens a regular file for reading without blocking on a FIFO or device swapped in after a `stat`
+/// (`O_NONBLOCK`, then `fstat`); `follow`: whether a final symlink is followed (`O_NOFOLLOW` when
+/// not). Errors: the open's own, `InvalidInput` "not a regular file" for a FIFO, device, socket
+/// or directory (reading one could block or never end).
+pub fn open_regular(p: &Path, follow: bool) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let mut flags = nix::fcntl::OFlag::O_NONBLOCK;
+    if !follow {
+        flags |= nix::fcntl::OFlag::O_NOFOLLOW;
+    }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(flags.bits())
         .open(p)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+    let m = f.metadata()?;
+    if !m.is_file() {
+        let what = if m.is_dir() {
+            "a directory, not a regular file"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
     }
+    Ok(f)
+}
+
+/// Reads a regular file of at most `max` bytes without following a final symlink and without
+/// blocking on a FIFO or device swapped in after the `stat` ([`open_regular`]).
+pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = open_regular(p, false)?;
     let mut buf = vec![];
     f.take(max).read_to_end(&mut buf)?;
     Ok(buf)
+}
+
+/// Calls `f(line, cut)` for every line of `r`, without its `\n` or `\r\n`, holding at most `max`
+/// bytes of a line: the rest of a longer line is skipped and `cut` is true. Memory stays at `max`
+/// bytes whatever the input (an endless line included). Returns the bytes read.
+pub fn for_each_line<R: BufRead>(
+    mut r: R,
+    max: usize,
+    mut f: impl FnMut(&[u8], bool),
+) -> std::io::Result<u64> {
+    let mut buf = Vec::with_capacity(max.min(8 << 10));
+    let mut total = 0u64;
+    loop {
+        buf.clear();
+        let n = (&mut r).take(max as u64).read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+        let mut cut = false;
+        if buf.last() != Some(&b'\n') && n == max {
+            // Skip the rest of this line.
+            loop {
+                let avail = match r.fill_buf() {
+                    Ok(a) => a,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if avail.is_empty() {
+                    break;
+                }
+                cut = true;
+                match avail.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        r.consume(i + 1);
+                        total += i as u64 + 1;
+                        break;
+                    }
+                    None => {
+                        let l = avail.len();
+                        r.consume(l);
+                        total += l as u64;
+                    }
+                }
+            }
+        }
+        let mut line = buf.as_slice();
+        if let Some(l) = line.strip_suffix(b"\n") {
+            line = l;
+        }
+        if let Some(l) = line.strip_suffix(b"\r") {
+            line = l;
+        }
+        f(line, cut);
+    }
 }
 
 /// Reads a text file of at most [`MAX_READ`] bytes (lossy UTF-8).
@@ -181,6 +250,44 @@ mod tests {
         assert!(!wildcard("*.conf", "50-launchguard.conf.dpkg-old"));
         assert!(wildcard("a?c*", "abcdef"));
         assert!(!wildcard("*", ".."));
+    }
+
+    #[test]
+    fn lines_are_capped_and_split_on_any_line_end() {
+        let mut got = vec![];
+        let data = b"a\r\nbbbbbbbbbb\ncc\n\ndd";
+        let n = for_each_line(&data[..], 4, |l, cut| got.push((l.to_vec(), cut))).unwrap();
+        assert_eq!(n, data.len() as u64);
+        let want: Vec<(Vec<u8>, bool)> = vec![
+            (b"a".to_vec(), false),
+            (b"bbbb".to_vec(), true),
+            (b"cc".to_vec(), false),
+            (b"".to_vec(), false),
+            (b"dd".to_vec(), false),
+        ];
+        assert_eq!(got, want);
+        // A line exactly `max` long with its newline is not cut.
+        let mut got = vec![];
+        for_each_line(&b"abc\nx"[..], 4, |l, cut| got.push((l.to_vec(), cut))).unwrap();
+        assert_eq!(got, vec![(b"abc".to_vec(), false), (b"x".to_vec(), false)]);
+    }
+
+    #[test]
+    fn open_regular_refuses_fifos_devices_and_directories() {
+        for p in ["/dev/zero", "/dev/null", "/"] {
+            let e = open_regular(Path::new(p), true).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{p}: {e}");
+        }
+        let dir = std::env::temp_dir().join(format!("lg-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        // Opening a FIFO with no writer must not block.
+        let e = open_regular(&fifo, true).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(open_regular(Path::new("/proc/self/status"), true).is_ok());
     }
 
     #[test]

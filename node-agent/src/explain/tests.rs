@@ -1,0 +1,213 @@
+use super::*;
+
+fn rules() -> &'static Rules {
+    Rules::builtin().expect("the built-in table parses")
+}
+
+fn ids(rep: &Report) -> Vec<(&str, Severity, u64)> {
+    rep.findings
+        .iter()
+        .map(|f| (f.id.as_str(), f.severity, f.count))
+        .collect()
+}
+
+#[test]
+fn every_example_is_explained_by_its_own_rule_and_no_counter_is() {
+    let r = rules();
+    assert!(r.rules.len() >= 30, "{} rules", r.rules.len());
+    for (i, rule) in r.rules.iter().enumerate() {
+        for ex in &rule.examples {
+            let got = r.explain_line(ex);
+            assert_eq!(
+                got.as_ref().map(|g| g.0),
+                Some(i),
+                "example {ex:?} of rule {} ({}) is explained by {:?}",
+                i + 1,
+                rule.id,
+                got.map(|g| r.rules[g.0].id.clone())
+            );
+            let (_, what) = r.explain_line(ex).unwrap();
+            assert!(!what.contains(['{', '}']), "{what}");
+            assert!(!what.ends_with(": "), "{what}");
+        }
+        for c in &rule.counter {
+            assert_ne!(
+                r.explain_line(c).map(|g| g.0),
+                Some(i),
+                "counter {c:?} of rule {} ({})",
+                i + 1,
+                rule.id
+            );
+        }
+    }
+}
+
+#[test]
+fn findings_are_one_line_with_id_what_why_fix() {
+    let r = rules();
+    for rule in &r.rules {
+        let rep = explain_bytes(r, rule.examples[0].as_bytes());
+        assert_eq!(rep.findings.len(), 1, "{}", rule.id);
+        let line = rep.findings[0].line();
+        assert!(!line.contains('\n'));
+        assert!(
+            line.starts_with(&format!("launchguard: {}: ", rule.id)),
+            "{line}"
+        );
+        assert_eq!(line.matches("; ").count(), 2, "{line}");
+        assert!(line.contains("(line 1)"), "{line}");
+    }
+}
+
+#[test]
+fn the_issue_lines_are_all_explained() {
+    let out = "\
+slurmstepd: error: execve(): python: No such file or directory
+slurmstepd: error: pyxis: mkdir: cannot create directory '/run/enroot': Permission denied
+srun: fatal: cpus_per_task set by two different environment variables SLURM_CPUS_PER_TASK=4 != SLURM_TRES_PER_TASK=cpu:1
+error: Munge decode failed: Invalid credential
+UserWarning: This DataLoader will create 6 worker processes in total. Our suggested max number of worker in current system is 1, which is smaller than what this DataLoader is going to create.
+srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:197: pmi/pmix: can not load PMIx library
+";
+    let rep = explain_bytes(rules(), out.as_bytes());
+    let got: Vec<&str> = rep.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        got,
+        [
+            "launch.export_all",
+            "launch.enroot_runtime",
+            "launch.cpus_per_task",
+            "node.munge.key_digest",
+            "launch.cpus_per_task",
+            "node.pmix.loads"
+        ]
+    );
+    assert_eq!(rep.exit_code, 2);
+    assert_eq!(rep.status, "critical");
+    assert_eq!(
+        rep.findings[0].what,
+        "slurmstepd could not find the program 'python' on the step's PATH"
+    );
+    assert_eq!(rep.findings[4].severity, Severity::Warning);
+}
+
+#[test]
+fn repeated_symptoms_are_counted_once_and_different_programs_kept_apart() {
+    let mut out = String::new();
+    for t in 0..64 {
+        out.push_str(&format!(
+            "{t}: slurmstepd: error: execve(): python3: No such file or directory\n"
+        ));
+        out.push_str("some unrelated line\n");
+    }
+    out.push_str("slurmstepd: error: execve(): torchrun: No such file or directory\n");
+    let rep = explain_bytes(rules(), out.as_bytes());
+    assert_eq!(
+        ids(&rep),
+        [
+            ("launch.export_all", Severity::Critical, 64),
+            ("launch.export_all", Severity::Critical, 1)
+        ]
+    );
+    assert_eq!(rep.findings[0].first_line, 1);
+    assert_eq!(rep.findings[1].first_line, 129);
+    assert!(rep.findings[0].line().contains("(line 1, 64 times)"));
+    assert_eq!(rep.lines, 129);
+    // Two rules with the same finding merge: the OOM summary line and srun's per-task line.
+    let oom = "slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step tasks have been OOM Killed.\nsrun: error: node3: task 0: Out Of Memory\n";
+    assert_eq!(
+        ids(&explain_bytes(rules(), oom.as_bytes())),
+        [("job.oom_kill", Severity::Critical, 2)]
+    );
+}
+
+#[test]
+fn exit_codes_follow_the_worst_finding() {
+    let r = rules();
+    let none = explain_bytes(r, b"hello\nepoch 1 loss 0.3\n");
+    assert_eq!((none.status.as_str(), none.exit_code), ("ok", 0));
+    assert!(none.findings.is_empty());
+    assert_eq!(none.lines, 2);
+    let warn = explain_bytes(r, b"node1:1:1 [0] NCCL INFO Using network Socket\n");
+    assert_eq!((warn.status.as_str(), warn.exit_code), ("warning", 1));
+    let crit = explain_bytes(
+        r,
+        b"node1:1:1 [0] NCCL INFO Using network Socket\nRuntimeError: No CUDA GPUs are available\n",
+    );
+    assert_eq!((crit.status.as_str(), crit.exit_code), ("critical", 2));
+    let empty = explain_bytes(r, b"");
+    assert_eq!((empty.exit_code, empty.lines, empty.bytes), (0, 0, 0));
+}
+
+#[test]
+fn long_lines_are_read_in_part_and_distinct_findings_are_bounded() {
+    let r = rules();
+    let mut data = b"RuntimeError: No CUDA GPUs are available ".to_vec();
+    data.extend(vec![b'x'; 1 << 20]);
+    data.extend_from_slice(b"\n");
+    // The symptom beyond MAX_LINE is not read: the line's head was.
+    data.extend(vec![b'y'; MAX_LINE + 10]);
+    data.extend_from_slice(b" CUDA out of memory\nlast\n");
+    let rep = explain_bytes(r, &data);
+    assert_eq!(ids(&rep), [("launch.devices", Severity::Critical, 1)]);
+    assert_eq!((rep.lines, rep.long_lines), (3, 2));
+    assert_eq!(rep.bytes, data.len() as u64);
+
+    let mut many = String::new();
+    for i in 0..1000 {
+        many.push_str(&format!("h:1:1 [0] NCCL WARN peer {i} went away\n"));
+    }
+    let rep = explain_bytes(r, many.as_bytes());
+    assert_eq!(rep.findings.len(), MAX_DISTINCT);
+    assert_eq!(rep.more_findings, 1000 - MAX_DISTINCT as u64);
+}
+
+#[test]
+fn captured_values_cannot_break_the_finding_shape() {
+    let line =
+        "slurmstepd: error: Unable to create TMPDIR [/scratch/a;b]: Permission denied; really\n";
+    let rep = explain_bytes(rules(), line.as_bytes());
+    let f = &rep.findings[0];
+    assert_eq!(f.id, "job.tmpdir");
+    assert!(f.what.contains("a\\;b"), "{}", f.what);
+    let long = format!("h:1:1 [0] NCCL WARN {}\n", "z".repeat(5000));
+    let rep = explain_bytes(rules(), long.as_bytes());
+    assert!(rep.findings[0].what.chars().count() < 200);
+    // Invalid UTF-8 is replaced, not refused.
+    let rep = explain_bytes(
+        rules(),
+        b"\xff\xfe error: Munge decode failed: Expired credential\n",
+    );
+    assert_eq!(rep.findings[0].id, "job.clock_skew");
+}
+
+#[test]
+fn broken_tables_are_refused_with_the_rule_named() {
+    let ok = r#"[[rule]]
+id = "job.x"
+severity = "warning"
+regex = 'boom (?P<n>\d+)'
+what = "boom {n}"
+why = "w"
+fix = "f"
+doc = "https://example.invalid/doc"
+examples = ["boom 1"]
+"#;
+    assert!(Rules::parse(ok).is_ok());
+    for (from, to, want) in [
+        ("boom (?P<n>\\d+)'", "boom (?P<n>\\d+'", "regex"),
+        ("what = \"boom {n}\"", "what = \"boom {m}\"", "{m}"),
+        ("why = \"w\"", "why = \"w; x\"", "';'"),
+        ("id = \"job.x\"", "id = \"Job\"", "id"),
+        ("examples = [\"boom 1\"]", "examples = []", "example"),
+        ("doc = \"https://", "doc = \"http://", "https"),
+        ("severity = \"warning\"", "severity = \"fatal\"", "fatal"),
+        ("fix = \"f\"", "fix = \"f\"\nfixx = \"g\"", "fixx"),
+    ] {
+        let bad = ok.replace(from, to);
+        assert_ne!(bad, ok, "{from}");
+        let e = Rules::parse(&bad).unwrap_err();
+        assert!(e.contains(want), "{from} -> {e}");
+    }
+    assert!(Rules::parse("").is_err());
+}
