@@ -61,16 +61,34 @@ pub fn parse_json(data: &[u8]) -> Result<Parsed, ParseError> {
                 d.get("device_hex").and_then(Value::as_str).unwrap_or(""),
                 d.get("device_info").and_then(Value::as_str).unwrap_or("")
             );
-            if !host.is_empty() && !p.facts.hosts.iter().any(|h| h == host) {
-                p.facts.hosts.push(host.to_string());
+            if !host.is_empty() {
+                p.facts.note_host(host);
             }
-            p.facts.ranks.push(RankLine {
+            p.facts.note_rank(RankLine {
                 rank: num("rank"),
                 pid: num("pid"),
                 host: host.to_string(),
                 device: num("device"),
                 gpu,
             });
+        }
+    }
+    // One `devices` entry per process (nccl-tests' JSON writer keeps the first `# Rank` line of
+    // each process): a process drives nthreads x ngpus ranks (`-t`, `-g`).
+    if let Some(cfg) = top.get("config") {
+        let per_proc = cfg
+            .get("nthreads")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1)
+            * cfg.get("ngpus").and_then(Value::as_u64).unwrap_or(1).max(1);
+        let procs = cfg
+            .get("devices")
+            .and_then(Value::as_array)
+            .map_or(0, |d| d.len() as u64);
+        if procs > 0 {
+            let n = u32::try_from(procs.saturating_mul(per_proc)).unwrap_or(u32::MAX);
+            p.facts.nranks = p.facts.nranks.max(Some(n));
         }
     }
     if let Some(results) = top.get("results").and_then(Value::as_array) {

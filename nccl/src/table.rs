@@ -214,7 +214,8 @@ impl Columns {
     /// `#       size         count      type   redop    root     time   algbw   busbw  #wrong ...`.
     /// Returns `None` when the line is not a results header.
     pub fn from_header(line: &str) -> Option<Columns> {
-        let body = line.strip_prefix('#')?;
+        let t = line.trim_start();
+        let body = t.strip_prefix('#').unwrap_or(t);
         let tokens: Vec<&str> = body.split_ascii_whitespace().collect();
         if tokens.first() != Some(&"size") || !tokens.contains(&"busbw") {
             return None;
@@ -371,13 +372,12 @@ pub fn parse_float(t: &str) -> Option<f64> {
     t.parse().ok().filter(|v: &f64| v.is_finite())
 }
 
-/// Reads a footer line: `# Out of bounds values : 0 OK` or `# Avg bus bandwidth    : 86.7146 [OK]`.
+/// Reads a footer line: `# Out of bounds values : 0 OK` or `# Avg bus bandwidth    : 86.7146 [OK]`
+/// (older nccl-tests print them without `#`).
 /// Returns `true` when the line was a footer line (and updated `footer`).
 pub fn parse_footer_line(line: &str, footer: &mut Footer) -> bool {
-    let Some(body) = line.strip_prefix('#') else {
-        return false;
-    };
-    let body = body.trim_start();
+    let t = line.trim_start();
+    let body = t.strip_prefix('#').unwrap_or(t).trim_start();
     if let Some(rest) = body.strip_prefix("Out of bounds values") {
         let mut it = rest
             .trim_start()
