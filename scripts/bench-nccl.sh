@@ -3,10 +3,10 @@
 # bench-nccl.sh - benchmarks for `launchguard nccl` (issue 5). Not a timed test: prints figures.
 #
 #  1. outliers: N GENERATED pairwise nccl-tests files (default 1000, 64 nodes, node 17 planted 20%
-#     slow). Runs seed 002's bash/awk script (../shared/bench/validate_performance.sh) and
+#     slow). Runs the reference bash/awk script (nccl/tests/fixtures/reference/validate_performance.sh) and
 #     `launchguard nccl outliers` on the same files in the same run, checks that every file gets the
 #     same verdict, prints both times and the ratio (target >= 20x).
-#     Skipped (with a note) when that script is not there (it is not part of the repository).
+#     Skipped (with a note) when that script is missing.
 #  2. log scan: a >= 1 GiB NCCL_DEBUG=INFO log built by repeating the real fixture lines of
 #     nccl/tests/fixtures/ (every INFO/WARN line of every fixture log, repeated, with one real
 #     results table at the end), scanned by `launchguard nccl check` pinned to one core; prints
@@ -66,7 +66,7 @@ echo "== launchguard nccl benchmarks: $BIN, $(nproc) CPU(s), $(uname -sr)"
 
 # ---------------------------------------------------------------------------------------------
 if want 1 && [ ! -f "$SEED_SCRIPT" ]; then
-    echo "== 1. skipped: $SEED_SCRIPT (the seed's bash/awk script) is not there"
+    echo "== 1. skipped: $SEED_SCRIPT (the reference bash/awk script) is not there"
 elif want 1; then
 echo "== 1. outliers over $N generated pairwise files (node p5en-dy-gpu-17 planted 20% slow)"
 rm -rf "$WORK/runs"
@@ -99,12 +99,12 @@ seed_n=$(wc -l < "$WORK/seed.verdicts")
 seed_out=$(grep -c OUTLIER "$WORK/seed.verdicts" || true)
 ours_out=$(grep -c OUTLIER "$WORK/ours.verdicts" || true)
 if ! diff -q "$WORK/seed.verdicts" "$WORK/ours.verdicts" > /dev/null; then
-    echo "bench-nccl: VERDICTS DIFFER between the seed script and launchguard:" >&2
+    echo "bench-nccl: VERDICTS DIFFER between the reference script and launchguard:" >&2
     diff "$WORK/seed.verdicts" "$WORK/ours.verdicts" | head -20 >&2
     exit 1
 fi
 "$BIN" nccl outliers --size "$SIZE" "${FILES[@]}" > "$WORK/ours.txt" || true
-echo "   seed 002 script : ${seed_s} s, $seed_n files, $seed_out outlier(s)  ($(grep 'RESULT' "$WORK/seed.txt" | sed 's/^ *//'))"
+echo "   reference script: ${seed_s} s, $seed_n files, $seed_out outlier(s)  ($(grep 'RESULT' "$WORK/seed.txt" | sed 's/^ *//'))"
 echo "   launchguard     : ${ours_s} s (best of 5), $ours_out outlier(s)  ($(grep '^RESULT' "$WORK/ours.txt"))"
 echo "   verdicts        : identical for all $seed_n files"
 echo "   speed-up        : $(awk -v a="$seed_s" -v b="$ours_s" 'BEGIN { printf "%.1fx", a / b }') (target >= 20x)"

@@ -16,6 +16,9 @@ pub enum Context {
     /// Only when NCCL used Socket and the run spanned nodes (or may have): the variable then
     /// forced or allowed TCP between nodes.
     SocketBetweenNodes,
+    /// As [`Context::SocketBetweenNodes`], but not on EFA (aws-ofi-nccl lines in the log), where
+    /// the variable is the usual setting and a Socket fallback has another cause.
+    SocketBetweenNodesNotEfa,
     /// The rule's severity on an InfiniBand fabric (`--fabric ib`), nothing otherwise.
     IbFabric,
     /// The rule's severity unless the log shows multi-node NVLink (`MNNVL 1`), where the setting is
@@ -98,9 +101,9 @@ pub const RULES: &[EnvRule] = &[
         values: &["1"],
         id: "nccl.env.ib_disabled",
         severity: Severity::Warning,
-        context: Context::SocketBetweenNodes,
+        context: Context::SocketBetweenNodesNotEfa,
         why: "with IB off and no other network plugin, NCCL carries traffic between nodes over TCP sockets (NCCL docs: NCCL_IB_DISABLE)",
-        fix: "if the nodes have InfiniBand/RoCE HCAs, remove NCCL_IB_DISABLE from the job environment; on EFA keep the aws-ofi-nccl plugin loaded instead",
+        fix: "if the nodes have InfiniBand/RoCE HCAs, remove NCCL_IB_DISABLE from the job environment",
     },
     EnvRule {
         name: "NCCL_NET",
@@ -154,6 +157,9 @@ pub fn check(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>) {
             let severity = match r.context {
                 Context::Always => Some(r.severity),
                 Context::SocketBetweenNodes => socket_between_nodes.then_some(r.severity),
+                Context::SocketBetweenNodesNotEfa => {
+                    (socket_between_nodes && facts.ofi_version.is_none()).then_some(r.severity)
+                }
                 Context::IbFabric => (opts.fabric == Some(Fabric::Ib)).then_some(r.severity),
                 Context::NotMnnvl => Some(if facts.mnnvl {
                     Severity::Info

@@ -120,7 +120,7 @@ pub struct LogFacts {
     pub nnodes: Option<u32>,
     /// Hosts seen, from `# Rank` lines, `host:pid:tid` prefixes and `name: i-…` lines, in order.
     pub hosts: Vec<String>,
-    /// `hostname: i-0123…` lines the seed 002 job scripts print (host, EC2 instance id).
+    /// `hostname: i-0123…` lines pairwise job scripts print (host, EC2 instance id).
     pub instance_ids: Vec<(String, String)>,
     /// `NCCL_X set by environment to V` lines (distinct).
     pub env: Vec<EnvSetting>,
@@ -130,7 +130,7 @@ pub struct LogFacts {
     pub warns: Vec<String>,
     /// nccl-tests failure lines (`Test NCCL failure …`, `Test failure …`, `Test CUDA failure …`).
     pub test_failures: Vec<String>,
-    /// Failed correctness checks of the seed 000 PyTorch measurement
+    /// Failed correctness checks of a PyTorch all-reduce measurement
     /// (`# check all_reduce sum: got 2.0 expected 3.0 -> FAILED`).
     pub torch_check_failures: Vec<String>,
     /// Lines carrying an NCCL prefix (INFO or WARN).
@@ -750,7 +750,7 @@ fn parse_rank_line(body: &str) -> Option<RankLine> {
     })
 }
 
-/// `p5en-dy-gpu-1: i-022b2b0f40726512e`, as the seed 002 job scripts print at the top of each file.
+/// `p5en-dy-gpu-1: i-022b2b0f40726512e`, as pairwise job scripts print at the top of each file.
 fn parse_instance_line(line: &str) -> Option<(&str, &str)> {
     let (host, id) = line.trim().split_once(": ")?;
     let id = id.trim();

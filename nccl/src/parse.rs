@@ -534,6 +534,20 @@ mod tests {
     }
 
     #[test]
+    fn a_line_without_newline_is_not_held_past_the_cap() {
+        let mut s = Scanner::new();
+        let chunk = vec![b'x'; CHUNK];
+        for _ in 0..64 {
+            s.feed(&chunk);
+            assert!(s.carry.capacity() <= 2 * MAX_LINE, "{}", s.carry.capacity());
+        }
+        s.feed(b"\nNCCL INFO Using network Socket\n");
+        let p = s.finish().unwrap();
+        assert_eq!((p.long_lines, p.lines), (1, 2));
+        assert_eq!(p.facts.networks, vec!["Socket"]);
+    }
+
+    #[test]
     fn chunk_boundaries_do_not_change_the_result() {
         let text =
             "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n\
