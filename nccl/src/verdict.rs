@@ -208,6 +208,8 @@ pub fn unreadable(file: &str, err: ParseError) -> FileReport {
     let fix = match err {
         ParseError::Io(_) => "check the path and permissions".to_string(),
         ParseError::Json(_) => "pass the .json file nccl-tests wrote with -J, or the text output".into(),
+        ParseError::NotRegular(_) => "pass a regular file, or feed a stream through standard input: <command> | launchguard nccl check -".into(),
+        ParseError::TooLarge(_) => "pass the text output of the same run instead (it holds the same table)".into(),
         _ => "pass the job's stdout/stderr file (slurm-<jobid>.out) of nccl-tests or the NCCL_DEBUG=INFO log".into(),
     };
     FileReport {
