@@ -2,13 +2,14 @@
 //!
 //! File format (whitespace-separated, `#` comments), one row per SKU, collective and size:
 //! `sku collective size_bytes busbw_GB/s algbw_GB/s|- source…`. The built-in table
-//! (`nccl/baselines/seeds.tsv`) carries the seeds' figures: seed 000 "Baseline values and
-//! decision" (P6-B200, 2 nodes), seed 002 "Performance Benchmarks" (p4d/p5/p6e), seed 004
-//! "Expected Results" (GB300, H100).
+//! (`nccl/baselines/seeds.tsv`) carries reference figures gathered while the project was designed:
+//! P6-B200 (2 nodes, 16 GiB), p4d/p5/p6e (2 GB all-reduce, in line with the figures AWS publishes
+//! for those instance types), GB300 and H100 on InfiniBand (16 GiB). Reference values, not
+//! guarantees: record your own cluster's figures and pass them with `--baseline FILE`.
 
 use serde::Serialize;
 
-/// The seeds' reference figures, compiled in.
+/// The built-in reference figures, compiled in.
 pub const SEEDS: &str = include_str!("../baselines/seeds.tsv");
 
 /// One baseline row.

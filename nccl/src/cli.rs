@@ -25,10 +25,16 @@ slow outlier, bad node, failed run); no-go outranks 3 when files differ\n  \
 pub enum NcclCommand {
     /// Read nccl-tests results and NCCL_DEBUG=INFO logs and give a go/no-go verdict per file.
     ///
-    /// Rules (seed 000 "Distributed training validation", 002, 003, 004): no-go on #wrong != 0 or
-    /// out-of-bounds != 0, an EFA run not on Libfabric/efa, fewer NICs than --expect-nics, busbw or
-    /// algbw at the target size below --min-busbw/--min-algbw or the --sku baseline; warnings on
-    /// Socket (TCP), missing GDRDMA, no result rows, a table cut before its footer, NCCL WARN lines.
+    /// Rules (nccl-tests README and doc/PERFORMANCE.md, NCCL documentation "Environment Variables"
+    /// and "Troubleshooting", the aws-ofi-nccl README): no-go on #wrong != 0 or out-of-bounds != 0,
+    /// an EFA run not on Libfabric/efa, a network plugin that failed and left traffic between nodes
+    /// on Socket, fewer NICs than --expect-nics, busbw or algbw at the target size below
+    /// --min-busbw/--min-algbw or the --sku baseline; warnings on Socket (TCP), Socket interfaces
+    /// that cannot reach other nodes (bridges, veth, loopback, link-local), NCCL_* overrides such as
+    /// NCCL_P2P_DISABLE=1, missing GDRDMA, no result rows, a table cut before its footer, NCCL WARN
+    /// lines. NCCL lines are read under any prefix (srun --label, [rankN]:, timestamps, Python
+    /// logging) or none. Limits: lines over 1 MiB are skipped, -J JSON over 64 MiB is refused, and
+    /// paths must be regular files (read pipes and devices through `-`).
     #[command(after_help = EXIT_CODES)]
     Check {
         /// nccl-tests output (text or -J JSON) or NCCL_DEBUG=INFO log files; `-` reads stdin.
@@ -56,7 +62,7 @@ pub enum NcclCommand {
         /// Baseline file (`sku collective size_bytes busbw algbw|- source…`); needs --sku.
         #[arg(long, value_name = "FILE", requires = "sku")]
         baseline: Option<PathBuf>,
-        /// Instance type or SKU whose baseline applies (built-in seed table when no --baseline):
+        /// Instance type or SKU whose baseline applies (built-in reference table when no --baseline):
         /// p6-b200.48xlarge, p4d.24xlarge, p5.48xlarge, p6e.48xlarge, graceblackwell-mnnvl,
         /// graceblackwell-ib, hopper.
         #[arg(long, value_name = "NAME")]
@@ -79,11 +85,11 @@ pub enum NcclCommand {
     },
     /// busbw outliers at one size across many result files, and the bad nodes behind them.
     ///
-    /// Seed 002 "Bad Node Detection" done right: mean and standard deviation of busbw at one size,
-    /// files outside +/- threshold marked with their hosts, then from pairwise (2-node) runs a ranking
-    /// of bad and suspect nodes with the evidence. Same verdicts as the seed's
-    /// validate_performance.sh on the files it handles; files without the size, failed runs and
-    /// duplicates are reported instead of ending the run.
+    /// Mean and standard deviation of busbw at one size, files outside +/- threshold marked with
+    /// their hosts, then from pairwise (2-node) runs a ranking of bad and suspect nodes with the
+    /// evidence. Same verdicts as the common bash/awk outlier script on the files it handles; files
+    /// without the size, failed runs and duplicates are reported instead of ending the run. Same
+    /// input limits as `check`.
     #[command(after_help = EXIT_CODES)]
     Outliers {
         /// nccl-tests output files (one per run).
@@ -95,7 +101,7 @@ pub enum NcclCommand {
         /// Use in-place busbw instead of out-of-place.
         #[arg(long)]
         in_place: bool,
-        /// Allowed deviation from the mean: `5%`, `5` (percent) or `0.05` (fraction, as seed 002's -t).
+        /// Allowed deviation from the mean: `5%`, `5` (percent) or `0.05` (fraction).
         #[arg(short, long, default_value = "5%", value_parser = threshold_arg)]
         threshold: f64,
         /// Only tables of this collective (all_reduce, alltoall, …).
@@ -153,7 +159,7 @@ pub fn size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).ok_or_else(|| format!("'{s}' is not a size in bytes (e.g. 17179869184 or 16G)"))
 }
 
-/// `5%` and `5` are percent, `0.05` is a fraction (seed 002's `-t 0.05`); any non-negative value.
+/// `5%` and `5` are percent, `0.05` is a fraction; any non-negative value.
 /// Shared with `launchguard sweep nccl`, which narrows the range.
 pub fn threshold_arg(s: &str) -> Result<f64, String> {
     let (num, pct) = match s.strip_suffix('%') {

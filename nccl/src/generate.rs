@@ -2,10 +2,10 @@
 //! the benchmark (`scripts/bench-nccl.sh`). Every file says on its first line that it is GENERATED,
 //! not a real run.
 //!
-//! The layout copies nccl-tests 2.19.6 as captured in `../shared/fixtures/nccl/` (header, `# Rank`
-//! lines, table columns and widths, footer), with the `hostname: i-…` lines seed 002's job scripts
+//! The layout copies nccl-tests 2.19.6 as captured in `nccl/tests/fixtures/` (header, `# Rank`
+//! lines, table columns and widths, footer), with the `hostname: i-…` lines pairwise job scripts
 //! print at the top (its script reads them with `head -10 | grep i-`), and optionally a short
-//! NCCL_DEBUG=INFO block in the EFA spelling of seed 000 ②. Numbers are deterministic for a seed.
+//! NCCL_DEBUG=INFO block in the EFA spelling of aws-ofi-nccl. Numbers are deterministic for a seed.
 
 use std::fmt::Write;
 
@@ -272,7 +272,7 @@ pub fn render(run: &GenRun) -> String {
     o
 }
 
-/// A set of pairwise runs, as a job array of 2-node jobs would produce (seed 002).
+/// A set of pairwise runs, as a job array of 2-node jobs would produce.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PairwisePlan {
     /// Number of nodes (`node-001` …).
@@ -314,7 +314,7 @@ impl Default for PairwisePlan {
     }
 }
 
-/// Node name for a 1-based index: `p5en-dy-gpu-7` (the seed 002 example's naming).
+/// Node name for a 1-based index: `p5en-dy-gpu-7` (AWS ParallelCluster's dynamic-node naming).
 pub fn node_name(i: u32) -> String {
     format!("p5en-dy-gpu-{i}")
 }

@@ -7,8 +7,13 @@
 //! average_bus_bandwidth{bandwidth, okay}, errors[], end_time}`. Times in us, bandwidths in GB/s.
 //! nccl-tests writes NaN as the string `"nan"` and booleans as the strings `"true"`/`"false"`.
 //! A run that dies leaves the file unclosed: the cut-off end is closed and what was written is read.
+//!
+//! Only the keys read below are kept while parsing ([`Slim`]): `env`, per-iteration timings and
+//! per-process time lists are skipped by the parser, so memory follows the useful part of the file
+//! (the whole file is held once, at most [`crate::parse::MAX_JSON`] bytes).
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::log::RankLine;
 use crate::parse::{ParseError, Parsed};
@@ -16,16 +21,17 @@ use crate::table::{Correctness, Footer, Layout, Measurement, Row, Table};
 
 /// Parses nccl-tests JSON; closes a truncated document before giving up.
 pub fn parse_json(data: &[u8]) -> Result<Parsed, ParseError> {
-    let (v, truncated) = match serde_json::from_slice::<Value>(data) {
+    let (slim, truncated) = match serde_json::from_slice::<Slim>(data) {
         Ok(v) => (v, false),
         Err(e) if e.is_eof() => match close_truncated(data)
-            .and_then(|fixed| serde_json::from_slice::<Value>(&fixed).ok())
+            .and_then(|fixed| serde_json::from_slice::<Slim>(&fixed).ok())
         {
             Some(v) => (v, true),
             None => return Err(ParseError::Json(e.to_string())),
         },
         Err(e) => return Err(ParseError::Json(e.to_string())),
     };
+    let v = slim.into_value();
     let Some(top) = v.as_object() else {
         return Err(ParseError::Json("top level is not an object".into()));
     };
@@ -61,16 +67,34 @@ pub fn parse_json(data: &[u8]) -> Result<Parsed, ParseError> {
                 d.get("device_hex").and_then(Value::as_str).unwrap_or(""),
                 d.get("device_info").and_then(Value::as_str).unwrap_or("")
             );
-            if !host.is_empty() && !p.facts.hosts.iter().any(|h| h == host) {
-                p.facts.hosts.push(host.to_string());
+            if !host.is_empty() {
+                p.facts.note_host(host);
             }
-            p.facts.ranks.push(RankLine {
+            p.facts.note_rank(RankLine {
                 rank: num("rank"),
                 pid: num("pid"),
                 host: host.to_string(),
                 device: num("device"),
                 gpu,
             });
+        }
+    }
+    // One `devices` entry per process (nccl-tests' JSON writer keeps the first `# Rank` line of
+    // each process): a process drives nthreads x ngpus ranks (`-t`, `-g`).
+    if let Some(cfg) = top.get("config") {
+        let per_proc = cfg
+            .get("nthreads")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            .max(1)
+            * cfg.get("ngpus").and_then(Value::as_u64).unwrap_or(1).max(1);
+        let procs = cfg
+            .get("devices")
+            .and_then(Value::as_array)
+            .map_or(0, |d| d.len() as u64);
+        if procs > 0 {
+            let n = u32::try_from(procs.saturating_mul(per_proc)).unwrap_or(u32::MAX);
+            p.facts.nranks = p.facts.nranks.max(Some(n));
         }
     }
     if let Some(results) = top.get("results").and_then(Value::as_array) {
@@ -105,6 +129,116 @@ pub fn parse_json(data: &[u8]) -> Result<Parsed, ParseError> {
         }
     }
     Ok(p)
+}
+
+/// The keys of an nccl-tests JSON document that are read; serde skips every other key without
+/// building it.
+#[derive(Deserialize)]
+struct Slim {
+    nccl_version: Option<Value>,
+    args: Option<Vec<Value>>,
+    config: Option<SlimConfig>,
+    results: Option<Vec<SlimRow>>,
+    out_of_bounds: Option<Value>,
+    average_bus_bandwidth: Option<Value>,
+    errors: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+struct SlimConfig {
+    nthreads: Option<Value>,
+    ngpus: Option<Value>,
+    devices: Option<Vec<SlimDevice>>,
+}
+
+#[derive(Deserialize)]
+struct SlimDevice {
+    rank: Option<Value>,
+    pid: Option<Value>,
+    hostname: Option<Value>,
+    device: Option<Value>,
+    device_hex: Option<Value>,
+    device_info: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct SlimRow {
+    size: Option<Value>,
+    count: Option<Value>,
+    #[serde(rename = "type")]
+    dtype: Option<Value>,
+    redop: Option<Value>,
+    root: Option<Value>,
+    out_of_place: Option<Value>,
+    in_place: Option<Value>,
+}
+
+/// Builds an object from the keys that were present.
+fn object(pairs: Vec<(&str, Option<Value>)>) -> Value {
+    let mut m = Map::new();
+    for (k, v) in pairs {
+        if let Some(v) = v {
+            m.insert(k.to_string(), v);
+        }
+    }
+    Value::Object(m)
+}
+
+impl Slim {
+    /// The same shape as the document, with only the keys that are read.
+    fn into_value(self) -> Value {
+        let config = self.config.map(|c| {
+            object(vec![
+                ("nthreads", c.nthreads),
+                ("ngpus", c.ngpus),
+                (
+                    "devices",
+                    c.devices.map(|d| {
+                        Value::Array(
+                            d.into_iter()
+                                .map(|d| {
+                                    object(vec![
+                                        ("rank", d.rank),
+                                        ("pid", d.pid),
+                                        ("hostname", d.hostname),
+                                        ("device", d.device),
+                                        ("device_hex", d.device_hex),
+                                        ("device_info", d.device_info),
+                                    ])
+                                })
+                                .collect(),
+                        )
+                    }),
+                ),
+            ])
+        });
+        let results = self.results.map(|r| {
+            Value::Array(
+                r.into_iter()
+                    .map(|r| {
+                        object(vec![
+                            ("size", r.size),
+                            ("count", r.count),
+                            ("type", r.dtype),
+                            ("redop", r.redop),
+                            ("root", r.root),
+                            ("out_of_place", Some(r.out_of_place.unwrap_or(Value::Null))),
+                            ("in_place", Some(r.in_place.unwrap_or(Value::Null))),
+                        ])
+                    })
+                    .collect(),
+            )
+        });
+        object(vec![
+            ("nccl_version", self.nccl_version),
+            ("args", self.args.map(Value::Array)),
+            ("config", config),
+            ("results", results),
+            ("out_of_bounds", self.out_of_bounds),
+            ("average_bus_bandwidth", self.average_bus_bandwidth),
+            ("errors", self.errors.map(Value::Array)),
+        ])
+    }
 }
 
 /// NCCL's version code: `major*10000 + minor*100 + patch` since 2.9, `major*1000 + …` before.

@@ -7,9 +7,11 @@
 //! - [`json`]: nccl-tests `-J` JSON output;
 //! - [`log`]: facts from NCCL_DEBUG=INFO lines (versions, network, provider/fabric, NICs, GDRDMA,
 //!   ranks and hosts);
-//! - [`verdict`]: the go/no-go rules of seeds 000/002/003/004, one [`verdict::Finding`] per reason;
-//! - [`baseline`]: per-SKU busbw/algbw baselines (built-in seed table or a file);
-//! - [`outliers`]: seed 002's busbw outlier job and the bad-node ranking;
+//! - [`verdict`]: the go/no-go rules, one [`verdict::Finding`] per reason; with [`plugin`] (a network
+//!   plugin that failed, as the cause of a Socket fallback), [`interfaces`] (the Socket interface
+//!   list) and [`env_rules`] (NCCL_* overrides NCCL logged, as a rule table);
+//! - [`baseline`]: per-SKU busbw/algbw baselines (built-in reference table or a file);
+//! - [`outliers`]: the busbw outlier job over many result files and the bad-node ranking;
 //! - [`output`]: readable, CSV and JSON rendering;
 //! - [`generate`]: synthetic multi-node files with known busbw (marked GENERATED);
 //! - [`cli`]: clap definitions and the entry point the `launchguard` binary calls.
@@ -19,12 +21,15 @@
 
 pub mod baseline;
 pub mod cli;
+pub mod env_rules;
 pub mod generate;
+pub mod interfaces;
 pub mod json;
 pub mod log;
 pub mod outliers;
 pub mod output;
 pub mod parse;
+pub mod plugin;
 pub mod table;
 pub mod units;
 pub mod verdict;

@@ -1,22 +1,44 @@
 //! Facts an NCCL_DEBUG=INFO log proves about the run: versions, network, provider/fabric, NICs,
-//! GPUDirect RDMA, ranks and hosts, WARN lines and test failures.
+//! GPUDirect RDMA, ranks and hosts, network plugin load errors, Socket interfaces, environment
+//! overrides, WARN lines and test failures.
 //!
-//! Line shapes come from the real logs in `../shared/fixtures/nccl/` (NCCL 2.28.9) and from the
-//! excerpts in seeds `000_*` ("How to read nccl-tests results") and `003_*` (aws-ofi-nccl on EFA):
-//! - `host:pid:tid [cudaDev] NCCL INFO <message>`; WARN lines carry a `[YYYY-MM-DD HH:MM:SS] ` prefix;
+//! Line shapes come from the real logs in `nccl/tests/fixtures/` (NCCL 2.28.9), from NCCL's own
+//! documentation ("Environment Variables", "Troubleshooting") and from public aws-ofi-nccl logs:
+//! - `host:pid:tid [cudaDev] NCCL INFO <message>`; WARN lines carry a `[YYYY-MM-DD HH:MM:SS] ` prefix
+//!   and often a `file.cc:line` before `NCCL`;
+//! - whatever a launcher or a log collector put in front: `srun --label`'s `3: `, PyTorch's
+//!   `[rank3]:`, `mpirun --tag-output`, pdsh-style `host: `, ISO timestamps with `|`, Python logging
+//!   (`INFO:root:`); or nothing at all (`NCCL INFO Using network Socket`, a stripped paste);
 //! - `NCCL version 2.18.5+cuda12.2` printed bare by older NCCL, as an INFO message by newer;
 //! - `NET/OFI Selected Provider is efa (found 4 nics)` (aws-ofi-nccl <= 1.13) and
 //!   `NET/OFI Selected provider is efa, fabric is efa-direct (found 8 nics)` (newer);
 //! - `Using network Libfabric` / `AWS Libfabric` (older plugin name) / `Socket` / `IB`;
-//! - connection lines `Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA`.
+//! - connection lines `Channel 00/0 : 0[0] -> 8[0] [send] via NET/AWS Libfabric/0/GDRDMA`;
+//! - plugin loading: `NET/Plugin : dlerror=… No plugin found (libnccl-net.so), using internal
+//!   implementation`, `NET/Plugin: Plugin load returned 2 : …`, `Failed to initialize NET plugin IB`,
+//!   aws-ofi-nccl's `NET/OFI aws-ofi-nccl initialization failed` WARN;
+//! - `NET/Socket : Using [0]eth0:10.0.0.5<0> [1]docker0:172.17.0.1<0>` and `Bootstrap : Using …`.
 //!
-//! The scanner is a hot loop (seed-sized logs reach gigabytes on large jobs): every line is matched by
-//! prefix, and strings are only allocated for facts not seen before.
+//! The scanner is a hot loop (logs of large jobs reach gigabytes): every line is matched by prefix,
+//! strings are only allocated for facts not seen before, and every per-line lookup (hosts, pids,
+//! ranks, providers, environment names) is a hash lookup, so the cost per line does not grow with
+//! the number of hosts or processes. The number of distinct hosts, processes and ranks remembered is
+//! capped ([`MAX_TRACKED`]) so memory stays bounded on any input.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use memchr::memmem::Finder;
 
 use serde::Serialize;
 
 /// How many distinct WARN / failure lines are kept verbatim.
 const KEEP_LINES: usize = 8;
+
+/// Most distinct hosts, processes (`host:pid`), ranks or environment names remembered; more are
+/// counted in [`LogFacts::untracked`] but not stored (a real job has far fewer: 2^18 ranks is
+/// 32,768 nodes of 8 GPUs).
+pub const MAX_TRACKED: usize = 1 << 18;
 
 /// One `# Rank N Group G Pid P on HOST device D [BUS] NAME` line of the nccl-tests header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,7 +56,7 @@ pub struct RankLine {
 }
 
 /// What aws-ofi-nccl's `Selected provider is …` line said on one host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ProviderLine {
     /// Host that logged it (`None` when the line had no `host:pid:tid` prefix).
     pub host: Option<String>,
@@ -98,7 +120,7 @@ pub struct LogFacts {
     pub nnodes: Option<u32>,
     /// Hosts seen, from `# Rank` lines, `host:pid:tid` prefixes and `name: i-…` lines, in order.
     pub hosts: Vec<String>,
-    /// `hostname: i-0123…` lines the seed 002 job scripts print (host, EC2 instance id).
+    /// `hostname: i-0123…` lines pairwise job scripts print (host, EC2 instance id).
     pub instance_ids: Vec<(String, String)>,
     /// `NCCL_X set by environment to V` lines (distinct).
     pub env: Vec<EnvSetting>,
@@ -108,16 +130,59 @@ pub struct LogFacts {
     pub warns: Vec<String>,
     /// nccl-tests failure lines (`Test NCCL failure …`, `Test failure …`, `Test CUDA failure …`).
     pub test_failures: Vec<String>,
-    /// Failed correctness checks of the seed 000 PyTorch measurement
+    /// Failed correctness checks of a PyTorch all-reduce measurement
     /// (`# check all_reduce sum: got 2.0 expected 3.0 -> FAILED`).
     pub torch_check_failures: Vec<String>,
     /// Lines carrying an NCCL prefix (INFO or WARN).
     pub nccl_lines: u64,
+    /// Errors of a network plugin that failed to load or initialise, in the plugin's own words
+    /// (`NET/OFI aws-ofi-nccl initialization failed`, a `dlerror=` other than "libnccl-net.so not
+    /// found"); first distinct ones, in order (the first is usually the root cause).
+    pub net_plugin_errors: Vec<String>,
+    /// NCCL said no external net plugin was present (`No plugin found (libnccl-net.so)`, `Could not
+    /// find: libnccl-net.so`): normal on hosts without EFA or a vendor plugin.
+    pub net_plugin_absent: bool,
+    /// Interfaces NCCL's Socket transport, its bootstrap and NET/IB's out-of-band channel use
+    /// (`NET/Socket : Using [0]eth0:10.0.0.5<0>`), distinct, in order.
+    pub socket_interfaces: Vec<SocketInterface>,
+    /// `MNNVL 1` in a `comm 0x… nNodes N … MNNVL 1` line: multi-node NVLink in use.
+    pub mnnvl: bool,
+    /// Hosts, processes or ranks beyond [`MAX_TRACKED`] that were counted but not remembered.
+    pub untracked: u64,
     /// `host:pid` pairs seen on NCCL lines (processes).
     #[serde(skip)]
-    pids: Vec<(u32, u32)>,
+    pids: HashSet<(u32, u32)>,
+    /// Index of each host in `hosts`.
+    #[serde(skip)]
+    host_index: HashMap<String, u32>,
+    /// Ranks already in `ranks`.
+    #[serde(skip)]
+    rank_set: HashSet<u32>,
+    /// Hosts already in `instance_ids`.
+    #[serde(skip)]
+    instance_hosts: HashSet<String>,
+    /// Names already in `env`.
+    #[serde(skip)]
+    env_names: HashSet<String>,
+    /// `providers` as a set.
+    #[serde(skip)]
+    provider_set: HashSet<ProviderLine>,
     #[serde(skip)]
     last_host: Option<u32>,
+    /// The prefix bytes of the last NCCL line and what they resolved to (most lines repeat it).
+    #[serde(skip)]
+    last_prefix: String,
+}
+
+/// One interface in a `NET/Socket : Using …`, `Bootstrap : Using …` or NET/IB `OOB …` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SocketInterface {
+    /// Interface name (`eth0`, `docker0`).
+    pub name: String,
+    /// Address as NCCL printed it (`10.0.0.5`, `fe80::1%eth0`), without the `<0>` port suffix.
+    pub addr: String,
+    /// Where it was listed: `socket`, `bootstrap` or `oob`.
+    pub role: &'static str,
 }
 
 impl LogFacts {
@@ -153,12 +218,43 @@ impl LogFacts {
         self.providers.iter().filter_map(|p| p.nics).max()
     }
 
-    /// Number of ranks: `# Rank` lines, else the `nranks` NCCL logged.
+    /// Number of ranks: the larger of the `# Rank` lines (or `-J` JSON devices times GPUs per
+    /// process) and the `nranks` NCCL logged.
     pub fn rank_count(&self) -> Option<u32> {
-        if self.ranks.is_empty() {
-            self.nranks
-        } else {
-            Some(self.ranks.len() as u32)
+        let listed = (!self.ranks.is_empty()).then_some(self.ranks.len() as u32);
+        listed.max(self.nranks)
+    }
+
+    /// Whether the run spanned more than one node: `Some(true)` when NCCL logged `nNodes` > 1 or
+    /// more than one host appears, `Some(false)` when NCCL logged `nNodes 1`, or when every rank of
+    /// the nccl-tests header is on one host (NCCL counts GPUs that can use neither P2P nor SHM as
+    /// separate "nodes", so `NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1` on one host logs `nNodes 2`),
+    /// `None` when unknown.
+    pub fn inter_node(&self) -> Option<bool> {
+        let one_host_all_ranks = self.hosts.len() == 1
+            && !self.ranks.is_empty()
+            && self.ranks.iter().all(|r| r.host == self.hosts[0]);
+        match self.nnodes {
+            _ if one_host_all_ranks => Some(false),
+            Some(n) => Some(n > 1),
+            None if self.hosts.len() > 1 => Some(true),
+            None => None,
+        }
+    }
+
+    /// Adds a host (deduplicated, O(1)); returns its index. Public for the JSON reader.
+    pub fn note_host(&mut self, host: &str) {
+        self.add_host(host);
+    }
+
+    /// Adds a rank line unless that rank was seen (O(1)).
+    pub fn note_rank(&mut self, r: RankLine) {
+        if self.rank_set.len() >= MAX_TRACKED {
+            self.untracked += 1;
+            return;
+        }
+        if self.rank_set.insert(r.rank) {
+            self.ranks.push(r);
         }
     }
 
@@ -172,21 +268,27 @@ impl LogFacts {
             && self.instance_ids.is_empty()
     }
 
-    fn add_host(&mut self, host: &str) -> u32 {
+    fn add_host(&mut self, host: &str) -> Option<u32> {
         if let Some(i) = self.last_host {
             if self.hosts[i as usize] == host {
-                return i;
+                return Some(i);
             }
         }
-        let i = match self.hosts.iter().position(|h| h == host) {
-            Some(i) => i,
+        let i = match self.host_index.get(host) {
+            Some(&i) => i,
             None => {
+                if self.hosts.len() >= MAX_TRACKED {
+                    self.untracked += 1;
+                    return None;
+                }
+                let i = self.hosts.len() as u32;
                 self.hosts.push(host.to_string());
-                self.hosts.len() - 1
+                self.host_index.insert(host.to_string(), i);
+                i
             }
-        } as u32;
+        };
         self.last_host = Some(i);
-        i
+        Some(i)
     }
 
     /// Reads a `# …` comment line of the nccl-tests header (`# nccl-tests version`, `#  Rank`).
@@ -203,18 +305,17 @@ impl LogFacts {
         } else if body.starts_with("Rank ") {
             if let Some(r) = parse_rank_line(body) {
                 self.add_host(&r.host);
-                if !self.ranks.iter().any(|x| x.rank == r.rank) {
-                    self.ranks.push(r);
-                }
+                self.note_rank(r);
             }
         }
     }
 
     /// Reads one non-comment line; returns `true` when it was an NCCL or nccl-tests line.
     pub fn scan_line(&mut self, line: &str) -> bool {
-        // Fast path: almost every line of a big log is `host:pid:tid [d] NCCL INFO …`.
-        if let Some(pos) = find_nccl_marker(line) {
-            let level_and_msg = &line[pos + 6..];
+        // Fast path: almost every line of a big log is `<prefix> NCCL INFO …`, where the prefix is
+        // `host:pid:tid [d]`, anything a launcher or log collector added, or nothing.
+        if let Some(at) = find_nccl_marker(line) {
+            let level_and_msg = &line[at + 5..];
             let level = if let Some(m) = level_and_msg.strip_prefix("INFO ") {
                 Some((false, m))
             } else {
@@ -222,25 +323,21 @@ impl LogFacts {
             };
             if let Some((is_warn, msg)) = level {
                 self.nccl_lines += 1;
-                self.prefix(&line[..pos]);
+                self.prefix(&line[..at]);
                 if is_warn {
-                    self.warn_count += 1;
-                    push_distinct(&mut self.warns, msg.trim_end());
+                    self.warn(msg.trim_end());
                 } else {
                     self.info(msg);
                 }
                 return true;
             }
             if level_and_msg.starts_with("version ") {
-                self.nccl_version_line(&line[pos + 1..]);
+                self.nccl_version_line(&line[at..]);
                 return true;
             }
         }
-        if line.starts_with("NCCL version ") {
-            self.nccl_version_line(line);
-            return true;
-        }
-        if let Some(i) = line.find("NET/OFI ") {
+        static OFI: OnceLock<Finder<'static>> = OnceLock::new();
+        if let Some(i) = find(&OFI, "NET/OFI ", line) {
             // nccl_message_transfer prints `INFO: Function: … NET/OFI Selected Provider is efa …`.
             self.info(&line[i..]);
             return true;
@@ -253,12 +350,23 @@ impl LogFacts {
             return true;
         }
         if let Some((host, id)) = parse_instance_line(line) {
-            if !self.instance_ids.iter().any(|(h, _)| h == host) {
+            if self.instance_hosts.len() < MAX_TRACKED
+                && self.instance_hosts.insert(host.to_string())
+            {
                 self.instance_ids.push((host.to_string(), id.to_string()));
             }
             return true;
         }
         false
+    }
+
+    fn warn(&mut self, msg: &str) {
+        self.warn_count += 1;
+        push_distinct(&mut self.warns, msg);
+        // aws-ofi-nccl only warns about its own failures (init, provider, endpoint, domain).
+        if msg.starts_with("NET/OFI ") || msg.starts_with("NET/Plugin") {
+            push_distinct(&mut self.net_plugin_errors, msg);
+        }
     }
 
     fn nccl_version_line(&mut self, line: &str) {
@@ -272,33 +380,42 @@ impl LogFacts {
         }
     }
 
-    /// `host:pid:tid [d]` or `[date time] host:pid:tid [d] file.cc:N`.
+    /// Whatever came before ` NCCL `: `host:pid:tid [d]`, `[date time] host:pid:tid [d] file.cc:N`,
+    /// or that with anything in front (timestamps, `host: `, `INFO:root:`), or nothing. The
+    /// `host:pid:tid` word is looked for from the right; a prefix equal to the previous line's is
+    /// not read again.
     fn prefix(&mut self, prefix: &str) {
-        let p = match prefix.strip_prefix('[') {
-            Some(r) => r.split_once("] ").map(|(_, r)| r).unwrap_or(""),
-            None => prefix,
-        };
-        let mut parts = p.splitn(3, ':');
-        let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
-            return;
-        };
-        if host.is_empty() || host.contains(' ') {
+        let prefix = prefix.trim_end();
+        if prefix.is_empty() || prefix == self.last_prefix {
             return;
         }
-        let Ok(pid) = pid.parse::<u32>() else {
+        self.last_prefix.clear();
+        self.last_prefix.push_str(prefix);
+        let Some((host, pid)) = prefix
+            .rsplit(|c: char| c.is_ascii_whitespace())
+            .take(6)
+            .find_map(host_pid)
+        else {
             return;
         };
-        let h = self.add_host(host);
-        if !self.pids.contains(&(h, pid)) {
-            self.pids.push((h, pid));
+        let Some(h) = self.add_host(host) else {
+            return;
+        };
+        if self.pids.len() >= MAX_TRACKED {
+            if !self.pids.contains(&(h, pid)) {
+                self.untracked += 1;
+            }
+            return;
         }
+        self.pids.insert((h, pid));
     }
 
     fn info(&mut self, msg: &str) {
         let b = msg.as_bytes();
         match b.first() {
             Some(b'C') => {
-                if let Some(i) = msg.find(" via ") {
+                static VIA: OnceLock<Finder<'static>> = OnceLock::new();
+                if let Some(i) = find(&VIA, " via ", msg) {
                     self.connection(&msg[i + 5..]);
                 }
             }
@@ -311,16 +428,23 @@ impl LogFacts {
                     } else if let Some(u) = rest.strip_prefix("Using ") {
                         let n = count_devices(u);
                         self.ib_nics = self.ib_nics.max(Some(n)).filter(|n| *n > 0);
+                        if let Some((_, oob)) = u.split_once("OOB ") {
+                            self.interfaces(oob, "oob");
+                        }
                     }
                 } else if let Some(rest) = msg.strip_prefix("NET/Socket : Using ") {
                     let n = count_devices(rest);
                     self.socket_nics = self.socket_nics.max(Some(n)).filter(|n| *n > 0);
+                    self.interfaces(rest, "socket");
+                } else if msg.starts_with("NET/Plugin") {
+                    self.plugin_line(msg);
                 } else if msg.starts_with("NCCL version ") {
                     self.nccl_version_line(msg);
                 } else if msg.starts_with("NCCL_") {
                     if let Some((name, value)) = msg.split_once(" set by environment to ") {
                         let value = value.trim_end().trim_end_matches('.');
-                        if !self.env.iter().any(|e| e.name == name) {
+                        if self.env_names.len() < MAX_TRACKED && !self.env_names.contains(name) {
+                            self.env_names.insert(name.to_string());
                             self.env.push(EnvSetting {
                                 name: name.to_string(),
                                 value: value.to_string(),
@@ -334,6 +458,15 @@ impl LogFacts {
                     push_distinct(&mut self.networks, net.trim_end());
                 }
             }
+            Some(b'B') => {
+                // `Bootstrap : Using eth0:10.0.0.5<0>` (older), `Bootstrap: Using [0]eth0:…` (newer).
+                if let Some(rest) = msg
+                    .strip_prefix("Bootstrap : Using ")
+                    .or_else(|| msg.strip_prefix("Bootstrap: Using "))
+                {
+                    self.interfaces(rest, "bootstrap");
+                }
+            }
             Some(b'F') => {
                 if let Some(p) = msg.strip_prefix("Failed to initialize NET plugin ") {
                     push_distinct(&mut self.net_plugin_failures, p.trim_end());
@@ -345,6 +478,9 @@ impl LogFacts {
                 } else if msg.starts_with("comm 0x") {
                     if let Some(n) = word_after(msg, " nNodes ") {
                         self.nnodes = self.nnodes.max(Some(n));
+                    }
+                    if word_after(msg, " MNNVL ").is_some_and(|m| m > 0) {
+                        self.mnnvl = true;
                     }
                     if let Some(n) = word_after(msg, " nRanks ") {
                         self.nranks = self.nranks.max(Some(n));
@@ -372,8 +508,8 @@ impl LogFacts {
             if net.contains("/GDRDMA") {
                 self.gdrdma_connections += 1;
             }
-            if !name.is_empty() && !self.net_transports.iter().any(|t| t == name) {
-                self.net_transports.push(name.to_string());
+            if !name.is_empty() {
+                push_distinct(&mut self.net_transports, name);
             }
         } else if via.starts_with("P2P/") {
             self.p2p_connections += 1;
@@ -420,24 +556,147 @@ impl LogFacts {
             fabric,
             nics,
         };
-        if !self.providers.contains(&line) {
+        if self.provider_set.len() < MAX_TRACKED && !self.provider_set.contains(&line) {
+            self.provider_set.insert(line.clone());
             self.providers.push(line);
+        }
+    }
+
+    /// A `NET/Plugin …` line: tells "no external plugin on this host" (normal without EFA or a
+    /// vendor plugin) from a plugin that is there but failed to load (a `dlerror` about a
+    /// dependency, a missing symbol version such as `FABRIC_1.7`, an undefined symbol).
+    fn plugin_line(&mut self, msg: &str) {
+        match plugin_load_error(msg) {
+            Some(PluginLoad::Failed(err)) => push_distinct(&mut self.net_plugin_errors, err),
+            Some(PluginLoad::Absent) => self.net_plugin_absent = true,
+            None => {}
+        }
+    }
+
+    /// The interfaces of a `NET/Socket : Using …`, `Bootstrap : Using …` or `OOB …` list.
+    fn interfaces(&mut self, list: &str, role: &'static str) {
+        for tok in list.split_ascii_whitespace() {
+            if tok == ";"
+                || tok.starts_with('[') && !tok[1..].starts_with(|c: char| c.is_ascii_digit())
+            {
+                continue;
+            }
+            let t = match tok.strip_prefix('[') {
+                Some(r) => r.split_once(']').map(|(_, r)| r).unwrap_or(r),
+                None => tok,
+            };
+            let Some((name, addr)) = t.split_once(':') else {
+                continue;
+            };
+            let addr = addr.split('<').next().unwrap_or(addr);
+            if name.is_empty() || addr.is_empty() || self.socket_interfaces.len() >= 2 * KEEP_LINES
+            {
+                continue;
+            }
+            if !self
+                .socket_interfaces
+                .iter()
+                .any(|i| i.name == name && i.addr == addr && i.role == role)
+            {
+                self.socket_interfaces.push(SocketInterface {
+                    name: name.to_string(),
+                    addr: addr.to_string(),
+                    role,
+                });
+            }
         }
     }
 }
 
-/// Finds ` NCCL ` (the marker between an NCCL line's prefix and its level); returns its index.
-fn find_nccl_marker(line: &str) -> Option<usize> {
-    let b = line.as_bytes();
-    let mut from = 0;
-    while let Some(i) = b[from..].iter().position(|&c| c == b'N') {
-        let at = from + i;
-        if at > 0 && b[at - 1] == b' ' && b[at..].starts_with(b"NCCL ") {
-            return Some(at - 1);
+/// What a `NET/Plugin …` line says about loading an external network plugin.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PluginLoad<'a> {
+    /// No external plugin on this host (`libnccl-net.so` itself not found): NCCL uses its own.
+    Absent,
+    /// The plugin is there but could not be loaded; the loader's own error.
+    Failed(&'a str),
+}
+
+/// Classifies a `NET/Plugin` message; `None` for lines that say neither (`Loaded net plugin …`,
+/// `Failed to find ncclNetPlugin_v6 symbol`, which only means an older plugin API version).
+pub fn plugin_load_error(msg: &str) -> Option<PluginLoad<'_>> {
+    // The loader's error: after `dlerror=`, or after `returned N : ` (NCCL 2.12+).
+    let err = if let Some(i) = msg.find("dlerror=") {
+        Some(&msg[i + "dlerror=".len()..])
+    } else if let Some(i) = msg.find(" returned ") {
+        msg[i..].split_once(" : ").map(|(_, e)| e)
+    } else {
+        None
+    };
+    if let Some(err) = err {
+        let err = err
+            .split(" No plugin found")
+            .next()
+            .unwrap_or(err)
+            .split(" : when loading")
+            .next()
+            .unwrap_or(err)
+            .trim();
+        // `libnccl-net.so: cannot open shared object file` names the plugin itself: not installed.
+        let file = err.split(": ").next().unwrap_or("");
+        let base = file.rsplit('/').next().unwrap_or(file);
+        let absent =
+            base.starts_with("libnccl-net") && err.contains("cannot open shared object file");
+        if !err.is_empty() && !absent {
+            return Some(PluginLoad::Failed(err));
         }
-        from = at + 1;
+        return Some(PluginLoad::Absent);
+    }
+    if msg.contains("No plugin found") || msg.contains("Could not find: libnccl-net") {
+        return Some(PluginLoad::Absent);
     }
     None
+}
+
+/// The `host:pid:tid` word of an NCCL prefix (`vm:1418:1437`, `INFO:root:vm:1:2`); `None` for
+/// anything else, including clock times (`00:12:00]`, `12:00:01`).
+fn host_pid(tok: &str) -> Option<(&str, u32)> {
+    let (rest, tid) = tok.rsplit_once(':')?;
+    if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (rest, pid) = rest.rsplit_once(':')?;
+    if pid.is_empty() || pid.len() > 10 || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let pid: u32 = pid.parse().ok()?;
+    let host = rest.rsplit_once(':').map_or(rest, |(_, h)| h);
+    let host = host.trim_start_matches(['[', '(', '<']);
+    if host.is_empty()
+        || host.bytes().all(|b| b.is_ascii_digit())
+        || !host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+    {
+        return None;
+    }
+    Some((host, pid))
+}
+
+/// Finds `needle` in `hay` with a searcher built once per process (building one per line, as
+/// `str::find` does, cost a third of the scan).
+pub(crate) fn find(
+    cell: &'static OnceLock<Finder<'static>>,
+    needle: &'static str,
+    hay: &str,
+) -> Option<usize> {
+    cell.get_or_init(|| Finder::new(needle))
+        .find(hay.as_bytes())
+}
+
+/// Finds `NCCL ` at the start of the line or after a space (the marker between an NCCL line's
+/// prefix, possibly empty, and its level); returns the index of the `N`.
+fn find_nccl_marker(line: &str) -> Option<usize> {
+    static F: OnceLock<Finder<'static>> = OnceLock::new();
+    if line.starts_with("NCCL ") {
+        return Some(0);
+    }
+    find(&F, " NCCL ", line).map(|i| i + 1)
 }
 
 /// `[0]eth0:192.0.2.2<0>` or `[0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB …`: the `[digits]` entries before
@@ -491,7 +750,7 @@ fn parse_rank_line(body: &str) -> Option<RankLine> {
     })
 }
 
-/// `p5en-dy-gpu-1: i-022b2b0f40726512e`, as the seed 002 job scripts print at the top of each file.
+/// `p5en-dy-gpu-1: i-022b2b0f40726512e`, as pairwise job scripts print at the top of each file.
 fn parse_instance_line(line: &str) -> Option<(&str, &str)> {
     let (host, id) = line.trim().split_once(": ")?;
     let id = id.trim();

@@ -1,7 +1,7 @@
 //! busbw outliers across many result files, and the bad-node ranking from pairwise runs.
 //!
-//! The seed 002 job ("Bad Node Detection", its `validate_performance.sh`, kept verbatim as
-//! `../shared/bench/validate_performance.sh`): take the out-of-place busbw at one message size from
+//! The usual bad-node job (the bash/awk `validate_performance.sh`, kept verbatim as
+//! `nccl/tests/fixtures/reference/validate_performance.sh` to compare against): take the out-of-place busbw at one message size from
 //! every file, compute the mean and the population standard deviation, and mark a file whose
 //! `|busbw - mean| / mean` exceeds the threshold (default 5%). The arithmetic follows the script to
 //! the digit so both give the same verdicts: the mean is rounded to 4 decimals (`printf "%.4f"`)
@@ -13,7 +13,7 @@
 //! listed as failures, with their hosts, instead of silently skipped), several collectives (one
 //! group each, never one mean over all_reduce and alltoall together).
 //!
-//! Bad nodes: seed 002 asks for pairwise jobs (`sbatch -N 2 --array=…`) and then for testing a
+//! Bad nodes: the usual method runs pairwise jobs (`sbatch -N 2 --array=…`) and then for testing a
 //! suspected node against a known-good one. Here: a node is good once it has one run within the
 //! threshold; a node with no good run and at least two slow or failed runs alongside good nodes is
 //! named bad; any other node left in a slow or failed run that no bad node explains is a suspect.
@@ -32,9 +32,9 @@ use crate::verdict::{Finding, Severity, Verdict};
 pub struct OutlierOptions {
     /// Message size in bytes; `None`: the largest size measured by most files.
     pub size: Option<u64>,
-    /// Which half of the table (seed 002 reads out-of-place, column 8).
+    /// Which half of the table (the common outlier script reads out-of-place, column 8).
     pub placement: Placement,
-    /// Allowed deviation from the mean, as a fraction (0.05 = 5%, the seed's default).
+    /// Allowed deviation from the mean, as a fraction (0.05 = 5%, the common default).
     pub threshold: f64,
     /// Only tables of this collective (`all_reduce` or `all_reduce_perf`).
     pub collective: Option<String>,
@@ -60,7 +60,7 @@ pub struct Sample {
     pub table: usize,
     /// busbw at the size, GB/s.
     pub busbw: f64,
-    /// `(busbw - mean) / mean`, rounded to 6 decimals as the seed script does.
+    /// `(busbw - mean) / mean`, rounded to 6 decimals as the reference bash/awk script does.
     pub deviation: f64,
     /// `|deviation| > threshold`.
     pub outlier: bool,
@@ -69,7 +69,7 @@ pub struct Sample {
     /// `host: i-…` lines from the file.
     pub instance_ids: Vec<(String, String)>,
     /// The same file also failed a correctness rule (`#wrong`, out of bounds): counted as failed for
-    /// the node ranking, kept in the statistics as the seed script keeps it.
+    /// the node ranking, kept in the statistics as the reference script keeps it.
     pub failed: Option<String>,
     /// Anything odd about this figure (duplicate size rows, table cut before its footer).
     pub notes: Vec<String>,
@@ -82,9 +82,9 @@ pub struct Group {
     pub collective: Option<String>,
     /// Samples in input order.
     pub samples: Vec<Sample>,
-    /// Mean busbw, GB/s, rounded to 4 decimals (seed 002).
+    /// Mean busbw, GB/s, rounded to 4 decimals (as the reference script prints it).
     pub mean: f64,
-    /// Population standard deviation, GB/s, rounded to 4 decimals (seed 002).
+    /// Population standard deviation, GB/s, rounded to 4 decimals (as the reference script prints it).
     pub stddev: f64,
     /// Median busbw, GB/s.
     pub median: f64,
@@ -183,7 +183,7 @@ pub struct OutlierReport {
     pub verdict: Verdict,
 }
 
-/// Rounds as C's `printf("%.Nf")` does, then reads the text back (as the seed's awk pipeline does).
+/// Rounds as C's `printf("%.Nf")` does, then reads the text back (as the reference script's awk pipeline does).
 fn printf_round(v: f64, decimals: usize) -> f64 {
     format!("{v:.decimals$}").parse().unwrap_or(v)
 }
@@ -597,7 +597,7 @@ pub fn findings(r: &OutlierReport) -> Vec<Finding> {
                     what: format!("node '{}' is suspect: {evidence}", n.host),
                     why: "its slow runs are not explained by a proven bad node".into(),
                     fix: format!(
-                        "retest it against a known-good node: sbatch -N 2 -w {},{partner} nccl-tests.sbatch (seed 002)",
+                        "retest it against a known-good node: sbatch -N 2 -w {},{partner} nccl-tests.sbatch",
                         n.host
                     ),
                 })
@@ -634,7 +634,7 @@ pub fn findings(r: &OutlierReport) -> Vec<Finding> {
                     r.placement.label(),
                     largest.map(|l| format!("; largest size is {l} B")).unwrap_or_default()
                 ),
-                "it was left out of the mean (seed 002's script stops the whole run here)".to_string(),
+                "it was left out of the mean (the common bash/awk outlier script stops the whole run here)".to_string(),
                 "rerun with the same -b/-e as the other files, or pass --size with a size every file has".to_string(),
             ),
             SkipReason::NoResults => (
@@ -678,7 +678,7 @@ pub fn findings(r: &OutlierReport) -> Vec<Finding> {
                     s.failed.as_deref().unwrap_or(""),
                     list(&s.hosts, 4)
                 ),
-                why: "data was corrupted in flight: a failure regardless of bandwidth (seed 000 ①)"
+                why: "data was corrupted in flight: a failure regardless of bandwidth (nccl-tests README, -c)"
                     .into(),
                 fix: "take these nodes out of service and retest them pairwise against good nodes"
                     .into(),

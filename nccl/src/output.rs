@@ -1,4 +1,4 @@
-//! Rendering: the readable report, CSV (one row per size per file, the seeds' `nccl_to_csv` job)
+//! Rendering: the readable report, CSV (one row per size per file, a `nccl_to_csv` job)
 //! and JSON, for `check` and `outliers`. Pure string building; the CLI decides where it goes.
 
 use std::fmt::Write;
@@ -187,7 +187,7 @@ pub fn check_json(reports: &[FileReport]) -> String {
     .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
-/// The readable `outliers` report (the seed 002 script's layout, plus failures and nodes).
+/// The readable `outliers` report (the reference outlier script's layout, plus failures and nodes).
 /// `all`: list every file, not only outliers.
 pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
     let mut o = String::new();

@@ -2,10 +2,19 @@
 //! ([`crate::table`]) and the log reader ([`crate::log`]), or the JSON reader ([`crate::json`]).
 //!
 //! Reads in fixed-size chunks, so a multi-gigabyte NCCL_DEBUG=INFO log is scanned in constant memory.
-//! Handles CRLF line ends, `srun --label` (`0: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
-//! prefixes, NCCL INFO lines interleaved with table rows (connections are made lazily on the first
-//! collective, see `../shared/fixtures/nccl/README.md`), several tables in one file, and files cut
-//! anywhere. Bad input gives a [`ParseError`], never a panic.
+//! Handles CRLF line ends, `srun --label` (`0: `), PyTorch's `[rank0]:`, pdsh-style `host: ` and
+//! `mpirun --tag-output` (`[1,0]<stdout>:`) prefixes, NCCL INFO lines interleaved with table rows
+//! (connections are made lazily on the first collective, see `nccl/tests/fixtures/README.md`),
+//! several tables in one file, older nccl-tests tables whose header and footer lines have no `#`,
+//! and files cut anywhere. Bad input gives a [`ParseError`], never a panic.
+//!
+//! Limits, so that no input can take unbounded memory or time:
+//! - a line longer than [`MAX_LINE`] (1 MiB) is skipped and counted ([`Parsed::long_lines`]); NCCL
+//!   and nccl-tests lines are far shorter;
+//! - `-J` JSON larger than [`MAX_JSON`] (64 MiB) is refused ([`ParseError::TooLarge`]);
+//! - a path must name a regular file ([`ParseError::NotRegular`] for FIFOs, devices, sockets;
+//!   opened without blocking); read pipes and endless streams through `-` (standard input), whose
+//!   memory stays bounded by the two caps above.
 
 use std::fmt;
 use std::io::Read;
@@ -18,6 +27,13 @@ use crate::table::{self, Columns, Footer, Layout, Table};
 
 /// Chunk size for streaming reads, in bytes.
 const CHUNK: usize = 1 << 20;
+
+/// Longest line read, in bytes (1 MiB); longer lines are skipped and counted.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Largest nccl-tests `-J` JSON document read, in bytes (64 MiB; a 4,096-process run with
+/// per-iteration timing writes a few MiB).
+pub const MAX_JSON: usize = 64 << 20;
 
 /// Everything read from one file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -34,6 +50,11 @@ pub struct Parsed {
     pub binary_lines: usize,
     /// The file was nccl-tests `-J` JSON that ended before it was closed (the run died).
     pub json_truncated: bool,
+    /// Lines longer than [`MAX_LINE`], skipped.
+    pub long_lines: usize,
+    /// An `Out of bounds values : N` line that belongs to no table read (a footer pasted alone,
+    /// or after a table this reader could not see): N, the largest seen.
+    pub stray_out_of_bounds: Option<u64>,
 }
 
 impl Parsed {
@@ -69,6 +90,10 @@ pub enum ParseError {
     Unrecognised,
     /// It starts like nccl-tests JSON but is not valid JSON, even after closing a cut-off end.
     Json(String),
+    /// The path is not a regular file (a FIFO, a device, a socket): it may never end.
+    NotRegular(String),
+    /// nccl-tests JSON larger than [`MAX_JSON`] bytes.
+    TooLarge(u64),
 }
 
 impl fmt::Display for ParseError {
@@ -82,6 +107,14 @@ impl fmt::Display for ParseError {
                 "no nccl-tests table, nccl-tests header or NCCL log line in it"
             ),
             ParseError::Json(e) => write!(f, "it is not valid nccl-tests JSON: {e}"),
+            ParseError::NotRegular(kind) => {
+                write!(f, "it is {kind}, not a regular file, so it may never end")
+            }
+            ParseError::TooLarge(n) => write!(
+                f,
+                "it starts like nccl-tests JSON but is larger than {} MiB ({n} bytes or more)",
+                MAX_JSON >> 20
+            ),
         }
     }
 }
@@ -91,6 +124,9 @@ impl std::error::Error for ParseError {}
 /// Parses a whole file held in memory (text table/log or `-J` JSON).
 pub fn parse_bytes(data: &[u8]) -> Result<Parsed, ParseError> {
     if looks_like_json(data) {
+        if data.len() > MAX_JSON {
+            return Err(ParseError::TooLarge(data.len() as u64));
+        }
         return crate::json::parse_json(data);
     }
     let mut s = Scanner::new();
@@ -114,8 +150,13 @@ pub fn parse_reader<R: Read>(mut r: R) -> Result<Parsed, ParseError> {
             first = false;
             if looks_like_json(&buf[..n]) {
                 let mut all = buf[..n].to_vec();
-                r.read_to_end(&mut all)
+                (&mut r)
+                    .take((MAX_JSON + 1 - n.min(MAX_JSON)) as u64)
+                    .read_to_end(&mut all)
                     .map_err(|e| ParseError::Io(e.to_string()))?;
+                if all.len() > MAX_JSON {
+                    return Err(ParseError::TooLarge(all.len() as u64));
+                }
                 return crate::json::parse_json(&all);
             }
         }
@@ -125,15 +166,45 @@ pub fn parse_reader<R: Read>(mut r: R) -> Result<Parsed, ParseError> {
 }
 
 /// Parses a file by path; `-` reads standard input.
+///
+/// Anything but a regular file is refused ([`ParseError::NotRegular`]) before a byte is read: the
+/// file is opened with `O_NONBLOCK`, so a FIFO without a writer cannot hang the open, and its type
+/// is taken from the open descriptor. JSON larger than [`MAX_JSON`] is refused by its size.
 pub fn parse_path(path: &Path) -> Result<Parsed, ParseError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     if path.as_os_str() == "-" {
         return parse_reader(std::io::stdin().lock());
     }
-    let f = std::fs::File::open(path).map_err(|e| ParseError::Io(e.to_string()))?;
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| ParseError::Io(e.to_string()))?;
+    let meta = f.metadata().map_err(|e| ParseError::Io(e.to_string()))?;
+    let ft = meta.file_type();
+    if ft.is_dir() {
         return Err(ParseError::Io("it is a directory".into()));
     }
+    if !ft.is_file() {
+        let kind = if ft.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        };
+        return Err(ParseError::NotRegular(kind.into()));
+    }
     parse_reader(f)
+}
+
+/// Index of the first `\n` (SIMD search: this is the scan's innermost loop).
+fn memchr_nl(data: &[u8]) -> Option<usize> {
+    memchr::memchr(b'\n', data)
 }
 
 fn looks_like_json(data: &[u8]) -> bool {
@@ -143,10 +214,54 @@ fn looks_like_json(data: &[u8]) -> bool {
         .is_some_and(|&b| b == b'{')
 }
 
-/// Strips what launchers put in front of every line: `srun --label`'s `12: ` and
-/// `mpirun --tag-output`'s `[1,0]<stdout>:`.
+/// Strips what launchers put in front of every line, repeatedly (a launcher label in front of a
+/// rank label): `srun --label`'s `12: `, PyTorch's `[rank3]:`, `mpirun --tag-output`'s
+/// `[1,0]<stdout>:`, and a pdsh-style `host: ` in front of an nccl-tests header, footer or row.
+/// NCCL lines need none of this: their prefix is found wherever it is ([`crate::log`]).
 pub fn strip_launcher_prefix(line: &str) -> &str {
+    let mut cur = line;
+    for _ in 0..3 {
+        let next = strip_one_prefix(cur);
+        if next.len() == cur.len() {
+            break;
+        }
+        cur = next;
+    }
+    cur
+}
+
+fn strip_one_prefix(line: &str) -> &str {
     let t = line.trim_start_matches(' ');
+    if let Some(r) = t.strip_prefix("[rank") {
+        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            if let Some(rest) = r[digits..].strip_prefix("]:") {
+                return rest.strip_prefix(' ').unwrap_or(rest);
+            }
+        }
+    }
+    // pdsh / clush `host: ` before a table line (not before `host: i-0123…` instance lines): the
+    // first word ends with `:` and a space follows.
+    let first_word = t.as_bytes().iter().position(|&b| b == b' ').unwrap_or(0);
+    if let Some((label, rest)) = (first_word > 1 && t.as_bytes()[first_word - 1] == b':')
+        .then(|| (&t[..first_word - 1], &t[first_word + 1..]))
+    {
+        let hostish = !label.is_empty()
+            && label.len() <= 64
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+            && !label.bytes().all(|b| b.is_ascii_digit());
+        let r = rest.trim_start();
+        let tableish = r.starts_with('#')
+            || r.split_ascii_whitespace()
+                .next()
+                .is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
+                && r.split_ascii_whitespace().nth(3).is_some();
+        if hostish && tableish {
+            return rest;
+        }
+    }
     let digits = t.bytes().take_while(u8::is_ascii_digit).count();
     if digits > 0 && t.as_bytes().get(digits) == Some(&b':') {
         let rest = &t[digits + 1..];
@@ -178,6 +293,8 @@ pub struct Scanner {
     torch: bool,
     pending_collective: Option<String>,
     carry: Vec<u8>,
+    /// The current line passed [`MAX_LINE`]: drop bytes until its newline.
+    skipping: bool,
 }
 
 impl Scanner {
@@ -190,30 +307,64 @@ impl Scanner {
     pub fn feed(&mut self, chunk: &[u8]) {
         self.parsed.bytes += chunk.len() as u64;
         let mut rest = chunk;
-        if !self.carry.is_empty() {
-            match rest.iter().position(|&b| b == b'\n') {
+        if self.skipping || !self.carry.is_empty() {
+            match memchr_nl(rest) {
                 Some(i) => {
-                    let mut line = std::mem::take(&mut self.carry);
-                    line.extend_from_slice(&rest[..i]);
-                    self.line(&line);
+                    if self.skipping {
+                        self.skipping = false;
+                        self.long_line();
+                    } else if self.carry.len() + i > MAX_LINE {
+                        self.carry.clear();
+                        self.long_line();
+                    } else {
+                        let mut line = std::mem::take(&mut self.carry);
+                        line.extend_from_slice(&rest[..i]);
+                        self.line(&line);
+                        line.clear();
+                        self.carry = line; // keep the allocation
+                    }
                     rest = &rest[i + 1..];
                 }
                 None => {
-                    self.carry.extend_from_slice(rest);
+                    self.keep(rest);
                     return;
                 }
             }
         }
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
-            self.line(&rest[..i]);
+        while let Some(i) = memchr_nl(rest) {
+            if i > MAX_LINE {
+                self.long_line();
+            } else {
+                self.line(&rest[..i]);
+            }
             rest = &rest[i + 1..];
         }
-        self.carry.extend_from_slice(rest);
+        self.keep(rest);
+    }
+
+    /// Keeps the start of a line that continues in the next chunk, up to [`MAX_LINE`].
+    fn keep(&mut self, part: &[u8]) {
+        if self.skipping {
+            return;
+        }
+        if self.carry.len() + part.len() > MAX_LINE {
+            self.carry = Vec::new();
+            self.skipping = true;
+        } else {
+            self.carry.extend_from_slice(part);
+        }
+    }
+
+    fn long_line(&mut self) {
+        self.parsed.lines += 1;
+        self.parsed.long_lines += 1;
     }
 
     /// Ends the file: reads a last line without newline and says whether anything was found.
     pub fn finish(mut self) -> Result<Parsed, ParseError> {
-        if !self.carry.is_empty() {
+        if self.skipping {
+            self.long_line();
+        } else if !self.carry.is_empty() {
             let line = std::mem::take(&mut self.carry);
             self.line(&line);
         }
@@ -221,12 +372,14 @@ impl Scanner {
         if p.bytes == 0 {
             return Err(ParseError::Empty);
         }
-        if p.tables.is_empty() && p.facts.is_empty() {
-            return Err(if p.binary_lines > 0 {
-                ParseError::Binary
-            } else {
-                ParseError::Unrecognised
-            });
+        if p.tables.is_empty() && p.facts.is_empty() && p.stray_out_of_bounds.is_none() {
+            return Err(
+                if p.binary_lines > 0 || (p.long_lines > 0 && p.lines == p.long_lines) {
+                    ParseError::Binary
+                } else {
+                    ParseError::Unrecognised
+                },
+            );
         }
         Ok(p)
     }
@@ -234,7 +387,7 @@ impl Scanner {
     fn line(&mut self, raw: &[u8]) {
         self.parsed.lines += 1;
         let line_no = self.parsed.lines;
-        if raw.contains(&0) {
+        if memchr::memchr(0, raw).is_some() {
             self.parsed.binary_lines += 1;
             return;
         }
@@ -284,7 +437,53 @@ impl Scanner {
                 return;
             }
         }
-        self.parsed.facts.scan_line(line);
+        if !self.parsed.facts.scan_line(line) {
+            self.plain(line, line_no);
+        }
+    }
+
+    /// A line that is neither `#`-comment, table row nor NCCL line: the header and footer of older
+    /// nccl-tests tables, printed without `#`, and an `Out of bounds values` line anywhere.
+    fn plain(&mut self, line: &str, line_no: usize) {
+        let body = line.trim_start();
+        if body.starts_with("size") {
+            if let Some(cols) = Columns::from_header(body) {
+                self.open_table(cols, line_no);
+            }
+            return;
+        }
+        if let Some(i) = line.find("Out of bounds values") {
+            self.footer(&line[i..]);
+        } else if let Some(i) = line.find("Avg bus bandwidth") {
+            self.footer(&line[i..]);
+        }
+    }
+
+    fn open_table(&mut self, cols: Columns, line_no: usize) {
+        let t = Table::new(self.pending_collective.take(), cols.layout(), line_no);
+        self.parsed.tables.push(t);
+        self.columns = Some(cols);
+        self.open = true;
+        self.torch = false;
+    }
+
+    /// `Out of bounds values : N OK|FAILED` or `Avg bus bandwidth : X` (with or without `#`): the
+    /// last table's footer; an out-of-bounds count with no table is kept on its own.
+    fn footer(&mut self, text: &str) {
+        match self.parsed.tables.last_mut() {
+            Some(t) => {
+                let footer = t.footer.get_or_insert_with(Footer::default);
+                table::parse_footer_line(text, footer);
+                self.open = false;
+            }
+            None => {
+                let mut f = Footer::default();
+                table::parse_footer_line(text, &mut f);
+                if let Some(n) = f.out_of_bounds {
+                    self.parsed.stray_out_of_bounds = self.parsed.stray_out_of_bounds.max(Some(n));
+                }
+            }
+        }
     }
 
     fn comment(&mut self, line: &str, line_no: usize) {
@@ -295,20 +494,12 @@ impl Scanner {
         }
         if body.starts_with("size") {
             if let Some(cols) = Columns::from_header(line) {
-                let t = Table::new(self.pending_collective.take(), cols.layout(), line_no);
-                self.parsed.tables.push(t);
-                self.columns = Some(cols);
-                self.open = true;
-                self.torch = false;
+                self.open_table(cols, line_no);
                 return;
             }
         }
         if body.starts_with("Out of bounds") || body.starts_with("Avg bus bandwidth") {
-            if let Some(t) = self.parsed.tables.last_mut() {
-                let footer = t.footer.get_or_insert_with(Footer::default);
-                table::parse_footer_line(line, footer);
-                self.open = false;
-            }
+            self.footer(body);
             return;
         }
         if table::is_torch_header(line) {
@@ -340,6 +531,20 @@ mod tests {
             strip_launcher_prefix("vm:1418:1418 [0]"),
             "vm:1418:1418 [0]"
         );
+    }
+
+    #[test]
+    fn a_line_without_newline_is_not_held_past_the_cap() {
+        let mut s = Scanner::new();
+        let chunk = vec![b'x'; CHUNK];
+        for _ in 0..64 {
+            s.feed(&chunk);
+            assert!(s.carry.capacity() <= 2 * MAX_LINE, "{}", s.carry.capacity());
+        }
+        s.feed(b"\nNCCL INFO Using network Socket\n");
+        let p = s.finish().unwrap();
+        assert_eq!((p.long_lines, p.lines), (1, 2));
+        assert_eq!(p.facts.networks, vec!["Socket"]);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! decides which line is a header, a row or a footer lives in [`crate::parse`].
 //!
 //! Layouts handled, all read from the header line rather than assumed:
-//! - current (nccl-tests >= 2.13, e.g. 2.19.6 in `../shared/fixtures/nccl/`):
+//! - current (nccl-tests >= 2.13, e.g. 2.19.6 in `nccl/tests/fixtures/`):
 //!   `size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong`;
-//! - older (< 2.13, as in seed `003_*` "Multi-node NCCL Performance Test"): no `root` column on
+//! - older (< 2.13, as in AWS's EFA tutorials and many public bug reports): no `root` column on
 //!   reductions (`root` instead of `redop` on rooted collectives) and an `error` column holding the
 //!   largest relative error (`2e-07`) instead of the `#wrong` count;
 //! - `-R`/per-iteration variants with extra columns (`i_min i_max i_p99 i_cv%`), `cputime` instead of
@@ -84,7 +84,7 @@ impl Row {
     }
 }
 
-/// Out-of-place (nccl-tests' left block, the one seed 002's script reads) or in-place (right block).
+/// Out-of-place (nccl-tests' left block, the one outlier scripts usually read) or in-place (right block).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
@@ -114,7 +114,7 @@ pub enum Layout {
     Legacy,
     /// nccl-tests `-J` JSON output.
     Json,
-    /// The seed 000 PyTorch measurement (`op bytes time_ms algbw busbw`), one table per op.
+    /// A PyTorch measurement table (`op bytes time_ms algbw busbw`), one table per op.
     Torch,
 }
 
@@ -123,7 +123,7 @@ pub enum Layout {
 pub struct Footer {
     /// `# Out of bounds values : N OK|FAILED`: N.
     pub out_of_bounds: Option<u64>,
-    /// `# Avg bus bandwidth : X`: X in GB/s, averaged over every size (seed 002: misleading alone).
+    /// `# Avg bus bandwidth : X`: X in GB/s, averaged over every size (misleading alone: small sizes are latency-bound).
     pub avg_busbw: Option<f64>,
     /// The `OK`/`FAILED` nccl-tests appends to the average when run with `-G <expected>`.
     pub avg_busbw_check_ok: Option<bool>,
@@ -214,7 +214,8 @@ impl Columns {
     /// `#       size         count      type   redop    root     time   algbw   busbw  #wrong ...`.
     /// Returns `None` when the line is not a results header.
     pub fn from_header(line: &str) -> Option<Columns> {
-        let body = line.strip_prefix('#')?;
+        let t = line.trim_start();
+        let body = t.strip_prefix('#').unwrap_or(t);
         let tokens: Vec<&str> = body.split_ascii_whitespace().collect();
         if tokens.first() != Some(&"size") || !tokens.contains(&"busbw") {
             return None;
@@ -371,13 +372,12 @@ pub fn parse_float(t: &str) -> Option<f64> {
     t.parse().ok().filter(|v: &f64| v.is_finite())
 }
 
-/// Reads a footer line: `# Out of bounds values : 0 OK` or `# Avg bus bandwidth    : 86.7146 [OK]`.
+/// Reads a footer line: `# Out of bounds values : 0 OK` or `# Avg bus bandwidth    : 86.7146 [OK]`
+/// (older nccl-tests print them without `#`).
 /// Returns `true` when the line was a footer line (and updated `footer`).
 pub fn parse_footer_line(line: &str, footer: &mut Footer) -> bool {
-    let Some(body) = line.strip_prefix('#') else {
-        return false;
-    };
-    let body = body.trim_start();
+    let t = line.trim_start();
+    let body = t.strip_prefix('#').unwrap_or(t).trim_start();
     if let Some(rest) = body.strip_prefix("Out of bounds values") {
         let mut it = rest
             .trim_start()
@@ -402,7 +402,7 @@ pub fn parse_footer_line(line: &str, footer: &mut Footer) -> bool {
     false
 }
 
-/// Reads the header of the seed 000 PyTorch measurement table
+/// Reads the header of a PyTorch measurement table
 /// (`#             op        bytes    time_ms  algbw_GB/s  busbw_GB/s`).
 pub fn is_torch_header(line: &str) -> bool {
     let mut it = line

@@ -1,18 +1,22 @@
-//! Go / no-go for one parsed file, with one finding per reason, as the seeds define the gate.
+//! Go / no-go for one parsed file, with one finding per reason.
 //!
 //! Rules and where they come from:
-//! - `#wrong` != 0 or `Out of bounds values` != 0 is no-go regardless of bandwidth: seed 000
-//!   "How to read nccl-tests results ①" and its troubleshooting table; seed 004 "#wrong > 0".
+//! - `#wrong` != 0 or `Out of bounds values` != 0 is no-go regardless of bandwidth: nccl-tests
+//!   checks every result with `-c 1` and counts the elements outside tolerance (nccl-tests README,
+//!   "Arguments"; `doc/PERFORMANCE.md`).
 //! - An EFA run must show `Using network Libfabric` (or the older `AWS Libfabric`) and provider
-//!   `efa`, else it fell back to TCP: seed 000 ② and troubleshooting; seed 003's log checks.
-//! - `found N nics` below `--expect-nics`: not every network card is used (seed 000 ②; seed 003
-//!   greps `found 4 nics` on p4d, `32 nics` on p5).
-//! - busbw/algbw at the target size below `--min-busbw`/`--min-algbw` or below a baseline (seed 000
-//!   section 4, seed 002 "Performance Benchmarks", seed 004 "Expected Results"); the target size is
-//!   the largest by default because "Avg bus bandwidth" is misleading (seed 002 "Key Metrics").
+//!   `efa`, else it fell back to TCP (AWS EFA user guide, "Get started with EFA and NCCL";
+//!   aws-ofi-nccl README).
+//! - `found N nics` below `--expect-nics`: not every network card is used (aws-ofi-nccl logs one
+//!   `found N nics` per process: 4 on p4d, 32 on p5, 8 on p5en/p6).
+//! - busbw/algbw at the target size below `--min-busbw`/`--min-algbw` or below a baseline; the
+//!   target size is the largest by default, because "Avg bus bandwidth" averages in the small,
+//!   latency-bound sizes (nccl-tests `doc/PERFORMANCE.md` explains algbw and busbw).
+//! - A network plugin that failed ([`crate::plugin`]), Socket interfaces that cannot reach other
+//!   nodes ([`crate::interfaces`]) and NCCL_* overrides ([`crate::env_rules`]).
 //! - Warnings: Socket (TCP) with no fabric expected, connections through the network without
-//!   `/GDRDMA` on EFA/IB (seed 000 ②: "GPUDirect RDMA usage is confirmed by …/GDRDMA"), no result
-//!   rows, a table cut before its footer, NCCL WARN lines.
+//!   `/GDRDMA` on EFA/IB (NCCL marks GPUDirect RDMA connections `/GDRDMA`), no result rows, a table
+//!   cut before its footer, NCCL WARN lines, skipped long or binary lines.
 
 use std::fmt;
 
@@ -130,9 +134,9 @@ pub struct CheckOptions {
     pub fabric: Option<Fabric>,
     /// Which half of the table the bandwidth rules read.
     pub placement: Placement,
-    /// `--expect-nccl-version`: prefix the logged NCCL version must start with (seed 003).
+    /// `--expect-nccl-version`: prefix the logged NCCL version must start with.
     pub expect_nccl_version: Option<String>,
-    /// `--expect-ofi-version`: prefix the logged aws-ofi-nccl version must start with (seed 003).
+    /// `--expect-ofi-version`: prefix the logged aws-ofi-nccl version must start with.
     pub expect_ofi_version: Option<String>,
 }
 
@@ -204,6 +208,8 @@ pub fn unreadable(file: &str, err: ParseError) -> FileReport {
     let fix = match err {
         ParseError::Io(_) => "check the path and permissions".to_string(),
         ParseError::Json(_) => "pass the .json file nccl-tests wrote with -J, or the text output".into(),
+        ParseError::NotRegular(_) => "pass a regular file, or feed a stream through standard input: <command> | launchguard nccl check -".into(),
+        ParseError::TooLarge(_) => "pass the text output of the same run instead (it holds the same table)".into(),
         _ => "pass the job's stdout/stderr file (slurm-<jobid>.out) of nccl-tests or the NCCL_DEBUG=INFO log".into(),
     };
     FileReport {
@@ -226,12 +232,28 @@ pub fn unreadable(file: &str, err: ParseError) -> FileReport {
 pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
     let mut f = Vec::new();
     let q = format!("'{file}'");
-    check_failures(&q, p, &mut f);
+    let plugin_explains_socket = crate::plugin::check(&q, p, &mut f);
+    check_failures(&q, p, plugin_explains_socket, &mut f);
     let mut tables = Vec::new();
     for t in &p.tables {
         tables.push(check_table(&q, p, t, opts, &mut f));
     }
-    if p.tables.iter().all(|t| t.rows.is_empty()) && p.facts.test_failures.is_empty() {
+    if let Some(n) = p.stray_out_of_bounds.filter(|n| *n > 0) {
+        f.push(Finding {
+            id: "nccl.out_of_bounds",
+            severity: Severity::NoGo,
+            what: format!("{q}: Out of bounds values is {n} (FAILED), outside any table this reader found"),
+            why: "nccl-tests found results outside tolerance: a correctness failure regardless of bandwidth (nccl-tests README, -c)".into(),
+            fix: format!(
+                "take {} out of service and check GPU/NIC/memory (dmesg Xid, nvidia-smi -q -d ECC) before rerunning",
+                hosts_phrase(p)
+            ),
+        });
+    }
+    if p.tables.iter().all(|t| t.rows.is_empty())
+        && p.facts.test_failures.is_empty()
+        && p.stray_out_of_bounds.is_none()
+    {
         f.push(Finding {
             id: "nccl.no_results",
             severity: Severity::Warning,
@@ -245,8 +267,23 @@ pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
                 .into(),
         });
     }
-    check_network(&q, p, opts, &mut f);
+    check_network(&q, p, opts, plugin_explains_socket, &mut f);
+    crate::interfaces::check(&q, p, &mut f);
+    crate::env_rules::check(&q, p, opts, &mut f);
     check_versions(&q, p, opts, &mut f);
+    if p.long_lines > 0 {
+        f.push(Finding {
+            id: "nccl.long_lines",
+            severity: Severity::Warning,
+            what: format!(
+                "{q}: {} line(s) longer than {} MiB were skipped",
+                p.long_lines,
+                crate::parse::MAX_LINE >> 20
+            ),
+            why: "NCCL and nccl-tests lines are far shorter, so the file holds something else, and what was skipped may hide a failure".into(),
+            fix: "pass the job's own output file, not a concatenation with binary or one-line data".into(),
+        });
+    }
     if p.binary_lines > 0 {
         f.push(Finding {
             id: "nccl.binary_lines",
@@ -275,7 +312,7 @@ pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
     }
 }
 
-fn check_failures(q: &str, p: &Parsed, f: &mut Vec<Finding>) {
+fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut Vec<Finding>) {
     let facts = &p.facts;
     let net_init_failed = facts
         .warns
@@ -297,7 +334,7 @@ fn check_failures(q: &str, p: &Parsed, f: &mut Vec<Finding>) {
             severity: Severity::NoGo,
             what: format!("{q}: NCCL could not initialise any network plugin{tried}{ib}"),
             why: "a forced network the hosts lack (NCCL_NET=IB on EFA or on hosts without HCAs) fails NCCL init instead of falling back".into(),
-            fix: "remove NCCL_NET and NCCL_IB_* from the job environment and keep NCCL_NET_PLUGIN at the image default (ofi on EFA), seed 000 troubleshooting".into(),
+            fix: "remove NCCL_NET and NCCL_IB_* from the job environment and keep NCCL_NET_PLUGIN at the image default (ofi on EFA) (NCCL docs: NCCL_NET, NCCL_NET_PLUGIN)".into(),
         });
     }
     if let Some(first) = facts.test_failures.first() {
@@ -308,7 +345,7 @@ fn check_failures(q: &str, p: &Parsed, f: &mut Vec<Finding>) {
             why: "the collective did not complete, so the run proves neither bandwidth nor correctness".into(),
             fix: "fix the first NCCL WARN in the log (rerun with NCCL_DEBUG=INFO if there is none), then rerun the test".into(),
         });
-    } else if facts.warn_count > 0 && !net_init_failed {
+    } else if facts.warn_count > 0 && !net_init_failed && !plugin_reported {
         warn_finding(q, facts, f);
     }
     if let Some(first) = facts.torch_check_failures.first() {
@@ -316,9 +353,7 @@ fn check_failures(q: &str, p: &Parsed, f: &mut Vec<Finding>) {
             id: "nccl.wrong",
             severity: Severity::NoGo,
             what: format!("{q}: the PyTorch correctness check failed: {first}"),
-            why:
-                "the collective returned wrong data: a failure regardless of bandwidth (seed 000 ①)"
-                    .into(),
+            why: "the collective returned wrong data: a failure regardless of bandwidth".into(),
             fix: format!(
                 "take {} out of service and check GPU/NIC/memory before rerunning",
                 hosts_phrase(p)
@@ -336,7 +371,7 @@ fn warn_finding(q: &str, facts: &crate::log::LogFacts, f: &mut Vec<Finding>) {
                 facts.warn_count,
                 facts.warns.first().map(String::as_str).unwrap_or("")
             ),
-            why: "NCCL warns about fabric or setup problems that can slow or break training (seed 004: WARN about IB means a fabric issue)".into(),
+            why: "NCCL warns about fabric or setup problems that can slow or break training (NCCL docs, Troubleshooting)".into(),
             fix: "read the WARN lines in the log and fix their cause before training".into(),
         });
 }
@@ -375,7 +410,7 @@ fn check_table(
                 wrong_sizes.len(),
                 half.label()
             ),
-            why: "data was corrupted in flight: a failure regardless of bandwidth (seed 000 ①, seed 004)".into(),
+            why: "data was corrupted in flight: a failure regardless of bandwidth (nccl-tests README, -c)".into(),
             fix: format!(
                 "take {} out of service and check GPU/NIC/memory (dmesg Xid, nvidia-smi -q -d ECC) before rerunning",
                 hosts_phrase(p)
@@ -389,7 +424,7 @@ fn check_table(
             id: "nccl.out_of_bounds",
             severity: Severity::NoGo,
             what: format!("{q}: {name}: Out of bounds values is {n} (FAILED)"),
-            why: "nccl-tests found results outside tolerance: a correctness failure regardless of bandwidth (seed 000 ①)".into(),
+            why: "nccl-tests found results outside tolerance: a correctness failure regardless of bandwidth (nccl-tests README, -c)".into(),
             fix: format!(
                 "take {} out of service and check GPU/NIC/memory before rerunning",
                 hosts_phrase(p)
@@ -577,16 +612,17 @@ fn below_baseline(
 
 fn slow_why(ratio: f64) -> String {
     if ratio <= 0.25 {
-        "a quarter to a tenth of the expected bandwidth is the signature of 1 CPU per rank or a TCP fallback (seed 000)".into()
+        "a quarter to a tenth of the expected bandwidth is the signature of 1 CPU per rank or a TCP fallback".into()
     } else if ratio < 0.5 {
-        "below half the expected bandwidth usually means a bad node is dragging the collective down (seed 004)".into()
+        "below half the expected bandwidth usually means a bad node is dragging the collective down"
+            .into()
     } else {
-        "the network would bottleneck training below its designed speed (seed 000 \"Why this gate is needed\")".into()
+        "the network would bottleneck training below its designed speed".into()
     }
 }
 
 fn slow_fix() -> String {
-    "check --cpus-per-task (vCPUs / GPUs) and the network lines above, then find a slow node with pairwise runs and 'launchguard nccl outliers' (seed 002 \"Bad Node Detection\")".into()
+    "check --cpus-per-task (vCPUs / GPUs) and the network lines above, then find a slow node with pairwise (2-node) runs and 'launchguard nccl outliers'".into()
 }
 
 fn hosts_phrase(p: &Parsed) -> String {
@@ -606,7 +642,13 @@ fn is_ib(net: &str) -> bool {
     net == "IB" || net.starts_with("IBext")
 }
 
-fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>) {
+fn check_network(
+    q: &str,
+    p: &Parsed,
+    opts: &CheckOptions,
+    plugin_explains_socket: bool,
+    f: &mut Vec<Finding>,
+) {
     let facts = &p.facts;
     let efa_evidence = facts.ofi_version.is_some()
         || facts.providers.iter().any(|x| x.provider == "efa")
@@ -627,20 +669,24 @@ fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>)
                     "{q}: no 'Using network' line, so the {} path is not proven",
                     fabric_name(fabric)
                 ),
-                why: "only NCCL_DEBUG=INFO logs show which network NCCL picked (seed 000 ②)".into(),
+                why: "only NCCL_DEBUG=INFO logs show which network NCCL picked (NCCL docs: NCCL_DEBUG)".into(),
                 fix: "rerun with NCCL_DEBUG=INFO (srun --export=ALL,NCCL_DEBUG=INFO)".into(),
             });
         }
         Some(Fabric::Efa) => {
-            if let Some(bad) = nets.iter().find(|n| !is_libfabric(n)) {
+            if let Some(bad) = nets
+                .iter()
+                .find(|n| !is_libfabric(n))
+                .filter(|n| !(plugin_explains_socket && *n == "Socket"))
+            {
                 f.push(Finding {
                     id: "nccl.not_efa",
                     severity: Severity::NoGo,
                     what: format!("{q}: NCCL used network {bad} (all: {net_list}), not Libfabric"),
                     why: if bad == "Socket" {
-                        "the EFA plugin was not loaded and traffic fell back to TCP: bandwidth drops to a fraction (seed 000 ②)".into()
+                        "the EFA plugin was not loaded and traffic fell back to TCP: bandwidth drops to a fraction (AWS EFA user guide, \"Get started with EFA and NCCL\")".into()
                     } else {
-                        "an EFA cluster must run NCCL over aws-ofi-nccl (Libfabric); anything else departs from the EFA path (seed 000)".into()
+                        "an EFA cluster must run NCCL over aws-ofi-nccl (Libfabric); anything else departs from the EFA path".into()
                     },
                     fix: "keep NCCL_NET_PLUGIN=ofi (the image default), remove NCCL_NET and NCCL_IB_* from the job environment, and rerun with NCCL_DEBUG=INFO".into(),
                 });
@@ -654,8 +700,8 @@ fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>)
                         bad.provider,
                         bad.host.as_ref().map(|h| format!(" on {h}")).unwrap_or_default()
                     ),
-                    why: "only the efa provider uses the EFA devices; others (tcp, sockets) are far slower (seed 000 ②)".into(),
-                    fix: "unset FI_PROVIDER or set FI_PROVIDER=efa, and check that /dev/infiniband is visible in the job (seed 000)".into(),
+                    why: "only the efa provider uses the EFA devices; others (tcp, sockets) are far slower (aws-ofi-nccl README)".into(),
+                    fix: "unset FI_PROVIDER or set FI_PROVIDER=efa, and check that /dev/infiniband is visible in the job".into(),
                 });
             }
             if facts.providers.is_empty() && nets.iter().all(|n| is_libfabric(n)) {
@@ -663,7 +709,7 @@ fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>)
                     id: "nccl.provider_unknown",
                     severity: Severity::Warning,
                     what: format!("{q}: Libfabric in use but no 'Selected provider is' line"),
-                    why: "the provider and NIC count prove all EFA devices are used (seed 000 ②)".into(),
+                    why: "the provider and NIC count prove all EFA devices are used (aws-ofi-nccl logs them at NCCL_DEBUG=INFO)".into(),
                     fix: "keep the whole NCCL_DEBUG=INFO output of every rank (NCCL_DEBUG_SUBSYS must include INIT,NET)".into(),
                 });
             }
@@ -676,7 +722,7 @@ fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>)
                     id: "nccl.ib_env_on_efa",
                     severity: Severity::Warning,
                     what: format!("{q}: {} is set to {} on an EFA run", e.name, e.value),
-                    why: "IB settings carried over from another cluster drop EFA to TCP or fail init (seed 000)".into(),
+                    why: "IB settings carried over from another cluster drop EFA to TCP or fail init (NCCL docs: NCCL_NET, NCCL_IB_HCA)".into(),
                     fix: format!("remove {} from the job environment", e.name),
                 });
             }
@@ -694,28 +740,37 @@ fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>)
         }
         None => {
             if nets.iter().any(|n| n == "Socket") {
-                let single = facts.nnodes == Some(1) && facts.net_connections == 0;
-                if single {
+                if facts.inter_node() == Some(false) {
                     f.push(Finding {
                         id: "nccl.single_node",
                         severity: Severity::Info,
-                        what: format!("{q}: one node: traffic went over P2P/SHM, the network (Socket) carried none"),
-                        why: "a single-node run checks GPUs, driver and NCCL, not the network (seed 000 ④)".into(),
+                        what: format!(
+                            "{q}: one node (nNodes 1): no traffic between nodes; inside the node: {}",
+                            intra_node_transports(facts)
+                        ),
+                        why: "a single-node run checks the GPUs, the driver and NCCL, not the network between nodes".into(),
                         fix: "run 2 or more nodes to validate the fabric".into(),
                     });
-                } else if opts.expect_nics.is_none() {
+                } else if opts.expect_nics.is_none() && !plugin_explains_socket {
+                    let plugin = if facts.net_plugin_absent {
+                        " (no external network plugin on these hosts: NCCL used its own TCP transport)"
+                    } else {
+                        ""
+                    };
                     f.push(Finding {
                         id: "nccl.socket",
                         severity: Severity::Warning,
-                        what: format!("{q}: NCCL used network Socket (TCP){}", if facts.net_connections > 0 { format!(", {} connections through NET/Socket", facts.net_connections) } else { String::new() }),
-                        why: "inter-node traffic over TCP runs at a fraction of EFA/IB bandwidth (seed 000 troubleshooting)".into(),
+                        what: format!("{q}: NCCL used network Socket (TCP){}{plugin}", if facts.net_connections > 0 { format!(", {} connections through NET/Socket", facts.net_connections) } else { String::new() }),
+                        why: "inter-node traffic over TCP runs at a fraction of EFA/IB bandwidth".into(),
                         fix: "if the nodes have EFA or IB, check NCCL_NET_PLUGIN and leftover NCCL_NET/NCCL_IB_* settings; pass --fabric efa|ib to make this a no-go".into(),
                     });
                 }
             }
         }
     }
-    check_nics(q, p, opts, expect, f);
+    if !plugin_explains_socket {
+        check_nics(q, p, opts, expect, f);
+    }
     // GPUDirect RDMA: expected on EFA/IB when connections went through the network.
     let rdma_net = expect.is_some() || nets.iter().any(|n| is_libfabric(n) || is_ib(n));
     if rdma_net && facts.net_connections > 0 && facts.gdrdma_connections < facts.net_connections {
@@ -726,9 +781,33 @@ fn check_network(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>)
                 "{q}: {} of {} network connections use GPUDirect RDMA (/GDRDMA)",
                 facts.gdrdma_connections, facts.net_connections
             ),
-            why: "without GPUDirect RDMA every transfer is staged through host memory and busbw drops (seed 000 ②)".into(),
+            why: "without GPUDirect RDMA every transfer is staged through host memory and busbw drops".into(),
             fix: "check that /dev/gdrdrv and nvidia_peermem (or dma-buf) are available inside the job, and that FI_EFA_USE_DEVICE_RDMA is not 0".into(),
         });
+    }
+}
+
+/// `48 P2P connections`, `8 SHM connections`, `8 connections through the network transport`, or
+/// `no connection lines logged`.
+fn intra_node_transports(facts: &crate::log::LogFacts) -> String {
+    let mut parts = Vec::new();
+    if facts.p2p_connections > 0 {
+        parts.push(format!("{} P2P connections", facts.p2p_connections));
+    }
+    if facts.shm_connections > 0 {
+        parts.push(format!("{} SHM connections", facts.shm_connections));
+    }
+    if facts.net_connections > 0 {
+        parts.push(format!(
+            "{} connections through the network transport ({})",
+            facts.net_connections,
+            facts.net_transports.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        "no connection lines logged".into()
+    } else {
+        parts.join(", ")
     }
 }
 
@@ -751,7 +830,7 @@ fn check_nics(
     };
     let facts = &p.facts;
     let fix = "check that every EFA/IB device is visible in the job (/dev/infiniband, cgroup ConstrainDevices, ENROOT_RESTRICT_DEV n) and healthy (fi_info -p efa, ibstat), then rerun".to_string();
-    let why = "fewer NICs means a fraction of the node's network bandwidth (seed 000 ②: found 8 nics must appear)".to_string();
+    let why = "fewer NICs means a fraction of the node's network bandwidth (aws-ofi-nccl logs `found N nics` for every NIC it uses)".to_string();
     let uses_ib = facts.networks.iter().any(|n| is_ib(n)) || expect == Some(Fabric::Ib);
     if let Some((min, hosts)) = facts.min_nics() {
         if min < want {
@@ -788,7 +867,7 @@ fn check_nics(
                 facts.socket_nics.unwrap_or(0),
                 if facts.socket_nics == Some(1) { "" } else { "s" }
             ),
-            why: "TCP over the host interface uses none of the high-speed NICs (seed 000 troubleshooting)".into(),
+            why: "TCP over the host interface uses none of the high-speed NICs".into(),
             fix: "keep NCCL_NET_PLUGIN=ofi (EFA) or check the IB HCAs, remove leftover NCCL_NET/NCCL_IB_* settings, and rerun".into(),
         });
     } else {
@@ -796,9 +875,7 @@ fn check_nics(
             id: "nccl.nics_unknown",
             severity: Severity::Warning,
             what: format!("{q}: no NIC count in the file, expected {want}"),
-            why:
-                "only the NCCL_DEBUG=INFO 'found N nics' line proves every NIC is used (seed 000 ②)"
-                    .into(),
+            why: "only the NCCL_DEBUG=INFO 'found N nics' line proves every NIC is used".into(),
             fix: "rerun with NCCL_DEBUG=INFO".into(),
         });
     }
@@ -825,7 +902,7 @@ fn check_versions(q: &str, p: &Parsed, opts: &CheckOptions, f: &mut Vec<Finding>
                 "{q}: {what} version is {}, expected {want}",
                 got.as_deref().unwrap_or("not logged")
             ),
-            why: "the run did not test the library version training will use (seed 003 validation)".into(),
+            why: "the run did not test the library version training will use".into(),
             fix: format!("point LD_LIBRARY_PATH (or the container image) at {what} {want}, rerun with NCCL_DEBUG=INFO"),
         });
     }

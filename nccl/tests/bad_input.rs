@@ -8,7 +8,7 @@ use launchguard_nccl::ParseError;
 
 const INFO_LOG: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/fixtures/nccl/all_reduce_perf_2gpu_nccl_debug_info.log"
+    "/tests/fixtures/all_reduce_perf_2gpu_nccl_debug_info.log"
 );
 
 fn fixture() -> Vec<u8> {
@@ -135,7 +135,7 @@ fn wrong_elements_and_out_of_bounds_are_no_go() {
     assert_eq!(
         lines[0],
         "launchguard: nccl.wrong: 'bad.log': all_reduce_perf: #wrong is 512 over 1 row halves (first at 8388608 B out-of-place); \
-         data was corrupted in flight: a failure regardless of bandwidth (seed 000 ①, seed 004); \
+         data was corrupted in flight: a failure regardless of bandwidth (nccl-tests README, -c); \
          take the nodes of this run (vm) out of service and check GPU/NIC/memory (dmesg Xid, nvidia-smi -q -d ECC) before rerunning"
     );
     assert_eq!(r.findings[1].id, "nccl.out_of_bounds");

@@ -1,5 +1,5 @@
-//! Parsers and verdicts over the real 2x H200 runs in `../shared/fixtures/nccl/` (unedited, read by
-//! relative path). Expected values are the ones the fixtures' README states.
+//! Parsers and verdicts over the real 2x H200 runs in `nccl/tests/fixtures/` (unedited; see its
+//! README.md). Expected values are the ones the fixtures' README states.
 
 use launchguard_nccl::parse::parse_path;
 use launchguard_nccl::table::{Correctness, Layout, Placement};
@@ -8,11 +8,7 @@ use launchguard_nccl::Parsed;
 
 macro_rules! fixture {
     ($name:literal) => {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/fixtures/nccl/",
-            $name
-        )
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/", $name)
     };
 }
 
@@ -172,10 +168,32 @@ fn socket_through_the_network_transport_warns_and_fails_efa() {
     assert_eq!(last.size, 1048576);
     assert_eq!(last.out_of_place.unwrap().time_us, 486.82);
     assert_eq!(last.out_of_place.unwrap().busbw, 2.15);
+    // One host: NCCL counts the two GPUs as two "nodes" (nNodes 2) because they can use neither
+    // P2P nor SHM; the verdict names the two overrides, not a TCP fallback between nodes.
     assert_eq!(
         ids(&p, &CheckOptions::default()),
-        (Verdict::Warn, vec!["nccl.socket"])
+        (
+            Verdict::Warn,
+            vec![
+                "nccl.env.p2p_disabled",
+                "nccl.env.shm_disabled",
+                "nccl.single_node",
+                "nccl.env.nvls_disabled"
+            ]
+        )
     );
+    let single = check("f", &p, &CheckOptions::default());
+    let line = single
+        .findings
+        .iter()
+        .find(|f| f.id == "nccl.single_node")
+        .unwrap()
+        .to_string();
+    assert!(
+        line.contains("8 connections through the network transport (Socket)"),
+        "{line}"
+    );
+    assert!(!line.contains("P2P/SHM"), "{line}");
     let efa = CheckOptions {
         fabric: Some(Fabric::Efa),
         expect_nics: Some(8),
@@ -230,7 +248,14 @@ fn busbw_floor_at_the_largest_size() {
     };
     assert_eq!(
         ids(&p, &missing),
-        (Verdict::Warn, vec!["nccl.size_missing", "nccl.single_node"])
+        (
+            Verdict::Warn,
+            vec![
+                "nccl.size_missing",
+                "nccl.single_node",
+                "nccl.env.nvls_disabled"
+            ]
+        )
     );
 }
 
@@ -273,7 +298,14 @@ fn torch_logs_give_both_ops_and_the_combined_stream_matches_rank0() {
     assert_eq!(r1.row_count(), 0);
     assert_eq!(
         ids(&r1, &CheckOptions::default()),
-        (Verdict::Warn, vec!["nccl.no_results", "nccl.single_node"])
+        (
+            Verdict::Warn,
+            vec![
+                "nccl.no_results",
+                "nccl.single_node",
+                "nccl.env.nvls_disabled"
+            ]
+        )
     );
 }
 
@@ -285,7 +317,7 @@ fn env_dump_is_not_an_nccl_file() {
 
 #[test]
 fn every_fixture_log_reaches_a_verdict_without_panicking() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/nccl");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let path = e.unwrap().path();

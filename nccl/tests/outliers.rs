@@ -1,5 +1,6 @@
 //! Outliers and bad-node ranking over GENERATED pairwise sets with a planted slow node, and the
-//! same verdicts as seed 002's script (`../shared/bench/validate_performance.sh`) on the same files.
+//! same verdicts as the reference bash/awk outlier script
+//! (`nccl/tests/fixtures/reference/validate_performance.sh`) on the same files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use launchguard_nccl::verdict::Verdict;
 
 const SEED_SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/bench/validate_performance.sh"
+    "/tests/fixtures/reference/validate_performance.sh"
 );
 
 fn tempdir(name: &str) -> PathBuf {
@@ -164,7 +165,7 @@ fn size_in_two_tables_of_one_file_gives_two_samples() {
     assert_eq!(r.groups[0].samples[1].table, 2);
 }
 
-/// Runs the seed's bash/awk script and returns file -> outlier, as it printed them.
+/// Runs the reference bash/awk script and returns file -> outlier, as it printed them.
 fn seed_verdicts(files: &[PathBuf], size: u64) -> BTreeMap<String, bool> {
     let out = Command::new("bash")
         .arg(SEED_SCRIPT)
