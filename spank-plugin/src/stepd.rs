@@ -97,7 +97,7 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let env = |n: &str| sp.getenv(n);
     let release = gather::release(sp);
     let marker = sp.getenv(marker::VAR).and_then(|v| SrunMarker::decode(&v));
-    let mut findings = vec![];
+    let mut cpus = Verdict::default();
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
         let gpus = step_gpu_count(&env);
         let facts = StepCpus {
@@ -110,17 +110,21 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
             exempt: sp
                 .getenv("SLURM_CPU_BIND")
                 .is_some_and(|v| cpus_per_task::cpu_bind_is_none(&v))
-                || sp.getenv("SLURM_PTY_PORT").is_some(),
+                || sp.getenv("SLURM_PTY_PORT").is_some()
+                || sp
+                    .getenv("SLURM_CPUS_PER_GPU")
+                    .is_some_and(|v| !v.is_empty()),
+            overlap: sp.getenv("SLURM_OVERLAP").is_some(),
         };
-        findings.extend(cpus_per_task::check_step(
+        // The marker only saves printing a line twice; the verdict is the step's.
+        cpus = cpus_per_task::step_verdict(
             release,
             &facts,
             marker.as_ref(),
             || step_node_facts(sp, gpus),
             &policy,
-        ));
+        );
     }
-    let cpus = judge(findings, &policy);
     let needs_host = policy.mode_for(CheckKind::Devices) != Mode::Off
         || policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
     let step_has_gpus = sp
@@ -256,10 +260,12 @@ pub fn task_init(sp: &Spank) -> bool {
             argv0: sp.job_argv0(),
             container: st.marker.as_ref().is_some_and(|m| m.container),
         };
+        // What srun showed is not printed twice, unless it stops the launch (a marker never does).
         let already = st
             .marker
             .as_ref()
-            .is_some_and(|m| m.reported(CheckKind::ExportAll.id()));
+            .is_some_and(|m| m.reported(CheckKind::ExportAll.id()))
+            && !judge(export::check_step(&step_env, false), &st.policy).reject;
         findings.extend(export::check_step(&step_env, already));
     }
     let mut ok = true;
