@@ -47,6 +47,8 @@ struct StepState {
     uid: u32,
     marker: Option<SrunMarker>,
     cpus: Verdict,
+    /// srun's plugin already printed the rejected finding (its marker says so): do not print it twice.
+    cpus_quiet: bool,
     /// Node facts for `task_init`'s checks, gathered once here (before the tasks fork).
     host: Option<HostFacts>,
 }
@@ -97,7 +99,7 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let env = |n: &str| sp.getenv(n);
     let release = gather::release(sp);
     let marker = sp.getenv(marker::VAR).and_then(|v| SrunMarker::decode(&v));
-    let mut cpus = Verdict::default();
+    let mut cpus = (Verdict::default(), false);
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
         let gpus = step_gpu_count(&env);
         let facts = StepCpus {
@@ -138,7 +140,8 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
         step,
         uid: u32::try_from(uid).unwrap_or(u32::MAX),
         marker,
-        cpus,
+        cpus: cpus.0,
+        cpus_quiet: cpus.1,
         host,
     })
 }
@@ -182,7 +185,7 @@ pub fn task_init_privileged(sp: &Spank) -> bool {
     };
     let local0 = sp.get_number(NumItem::TaskLocalId) == Some(0);
     if st.cpus.reject {
-        if sp.get_number(NumItem::TaskGlobalId) == Some(0) {
+        if sp.get_number(NumItem::TaskGlobalId) == Some(0) && !st.cpus_quiet {
             for f in &st.cpus.shown {
                 ffi::log_user(&f.to_string());
             }
@@ -254,21 +257,30 @@ pub fn task_init(sp: &Spank) -> bool {
     };
     let mut findings = vec![];
     let mut seen = vec![];
+    let mut export_reject = false;
     if st.policy.mode_for(CheckKind::ExportAll) != Mode::Off {
         let step_env = StepEnv {
             has_path: sp.getenv("PATH").is_some(),
             argv0: sp.job_argv0(),
             container: st.marker.as_ref().is_some_and(|m| m.container),
         };
-        // What srun showed is not printed twice, unless it stops the launch (a marker never does).
-        let already = st
+        // What srun showed is not printed twice; its verdict stands (a marker never lifts it).
+        let f = export::check_step(&step_env, false);
+        if st
             .marker
             .as_ref()
             .is_some_and(|m| m.reported(CheckKind::ExportAll.id()))
-            && !judge(export::check_step(&step_env, false), &st.policy).reject;
-        findings.extend(export::check_step(&step_env, already));
+        {
+            let v = judge(f, &st.policy);
+            export_reject = v.reject;
+            if v.reject {
+                seen.extend(v.shown);
+            }
+        } else {
+            findings.extend(f);
+        }
     }
-    let mut ok = true;
+    let mut ok = !export_reject;
     if let Some(h) = st.host.as_ref() {
         if st.policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
             let fabric = match st.policy.fabric {

@@ -371,21 +371,32 @@ pub struct StepCpus {
 }
 
 /// slurmstepd's verdict on CPUs per task: judged from the step's own facts ([`check_step`]); srun's
-/// marker only keeps slurmstepd from printing a line srun's plugin already showed (or a value it
-/// already judged), and never lifts a rejection: the marker is an environment variable any user can
-/// set, so a forged `cpt=*;reported=launch.cpus_per_task` stops nothing.
+/// marker only keeps slurmstepd from printing a line srun's plugin already showed, and never lifts a
+/// rejection: the marker is an environment variable any user can set, so a forged
+/// `cpt=*;reported=launch.cpus_per_task` stops nothing. Returns the verdict and whether its lines
+/// must stay off the terminal: a launch that goes on loses the findings srun already judged (as
+/// before); a rejected one keeps them for slurmd's log and the agent, and is quiet on the terminal
+/// only when srun's plugin showed the same finding (an `optional` plugin, whose rejection Slurm
+/// ignores, or a forged marker, which then only hides the reason).
 pub fn step_verdict(
     release: SlurmRelease,
     step: &StepCpus,
     marker: Option<&SrunMarker>,
     node: impl FnOnce() -> NodeFacts,
     policy: &Policy,
-) -> Verdict {
+) -> (Verdict, bool) {
     let mut v = judge(check_step(release, step, node, policy), policy);
-    if !v.reject && marker.is_some_and(|m| srun_showed(m, step.cpus_per_task)) {
+    let Some(m) = marker else {
+        return (v, false);
+    };
+    if v.reject {
+        let quiet = m.reported(CheckKind::CpusPerTask.id());
+        return (v, quiet);
+    }
+    if srun_showed(m, step.cpus_per_task) {
         v.shown.clear();
     }
-    v
+    (v, false)
 }
 
 /// Whether srun's plugin already spoke about this step's CPUs per task: it predicted the value the
@@ -683,13 +694,14 @@ mod tests {
         };
         // warn mode: srun already predicted 1 (and spoke) or exempted it: not printed twice
         for m in [mark(CpusMark::Predicted(1)), mark(CpusMark::Exempt)] {
-            let v = step_verdict(R2205, &trap, Some(&m), || node, &p);
+            let (v, _) = step_verdict(R2205, &trap, Some(&m), || node, &p);
             assert!(v.shown.is_empty() && !v.reject, "{m:?}");
         }
         // srun predicted 2 but the step got 1, or srun did not judge: speak
         for m in [mark(CpusMark::Predicted(2)), mark(CpusMark::Unjudged)] {
             assert_eq!(
                 step_verdict(R2205, &trap, Some(&m), || node, &p)
+                    .0
                     .shown
                     .len(),
                 1
@@ -708,14 +720,21 @@ mod tests {
             for m in [
                 forged.clone(),
                 mark(CpusMark::Predicted(1)),
+                mark(CpusMark::Exempt),
                 SrunMarker {
                     overlap: true,
                     ..forged.clone()
                 },
             ] {
-                let v = step_verdict(R2205, step, Some(&m), || node, &enforce);
+                let (v, quiet) = step_verdict(R2205, step, Some(&m), || node, &enforce);
                 assert!(v.reject, "{m:?} lifted the rejection of {step:?}");
-                assert_eq!(v.shown.len(), 1, "the stopped launch says why");
+                assert_eq!(
+                    v.shown.len(),
+                    1,
+                    "slurmd's log and the agent get the reason"
+                );
+                // only a claim that srun printed the line keeps it off the terminal
+                assert_eq!(quiet, m.reported(CheckKind::CpusPerTask.id()), "{m:?}");
             }
         }
         // facts Slurm acts on exempt or soften it, as the options would
@@ -724,7 +743,7 @@ mod tests {
         assert!(check_step(R2205, &s, || node, &p).is_empty());
         let mut s = trap.clone();
         s.overlap = true;
-        let v = step_verdict(R2205, &s, None, || node, &enforce);
+        let (v, _) = step_verdict(R2205, &s, None, || node, &enforce);
         assert!(!v.reject && v.shown[0].severity == Severity::Warning);
         // srun -c 1 (SLURM_CPUS_PER_TASK=1 in the step): the user's choice, judged like srun's -c 1
         let asked = StepCpus {
@@ -733,7 +752,7 @@ mod tests {
         };
         assert!(check_step(R2205, &asked, || node, &enforce).is_empty());
         let min2 = parse_args(&["mode=enforce", "min_cpus_per_task=2"]).0;
-        let v = step_verdict(R2205, &asked, None, || node, &min2);
+        let (v, _) = step_verdict(R2205, &asked, None, || node, &min2);
         assert!(
             !v.reject && v.shown[0].severity == Severity::Warning,
             "{v:?}"

@@ -9,30 +9,57 @@ use std::time::{Duration, Instant};
 /// Largest config file read (bytes); a larger one is read up to this size.
 pub const MAX_READ: u64 = 4 << 20;
 
-/// Reads at most `max` bytes of a file (a device such as /dev/zero named by mistake costs `max`).
-pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let f = std::fs::File::open(path)?;
-    let mut buf = vec![];
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
-/// Reads a regular file of at most `max` bytes without following a final symlink and without
-/// blocking on a FIFO or device swapped in after the `stat` (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`).
-pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
+/// Opens a regular file for reading without blocking: `O_NONBLOCK` (a FIFO or a device named by
+/// mistake, or swapped in after a `stat`, cannot hang the caller), then `fstat` must say regular
+/// file. `nofollow` adds `O_NOFOLLOW` for the last component.
+fn open_regular(path: &Path, nofollow: bool) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let mut flags = nix::fcntl::OFlag::O_NONBLOCK;
+    if nofollow {
+        flags |= nix::fcntl::OFlag::O_NOFOLLOW;
+    }
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(flags.bits())
-        .open(p)?;
+        .open(path)?;
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             "not a regular file",
         ));
     }
+    Ok(f)
+}
+
+/// Reads at most `max` bytes of a regular file, without blocking on a FIFO or device (refused:
+/// `/dev/zero` named by mistake costs nothing).
+pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = open_regular(path, false)?;
+    let mut buf = vec![];
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Reads a whole regular file of at most `max` bytes (a config: a cut file would mean something
+/// else), without blocking on a FIFO or device: larger files are refused with `FileTooLarge`-like
+/// `InvalidData` naming the cap.
+pub fn read_whole(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = open_regular(path, false)?;
+    let mut buf = vec![];
+    f.take(max + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB", max / 1024),
+        ));
+    }
+    Ok(buf)
+}
+
+/// Reads a regular file of at most `max` bytes without following a final symlink and without
+/// blocking on a FIFO or device swapped in after the `stat` (`O_NOFOLLOW|O_NONBLOCK`, then `fstat`).
+pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = open_regular(p, true)?;
     let mut buf = vec![];
     f.take(max).read_to_end(&mut buf)?;
     Ok(buf)
