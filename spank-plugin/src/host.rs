@@ -139,9 +139,8 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
     if let Some(text) = read_small(Path::new(&policy.nccl_rules), 1 << 20) {
         let (rules, problems) = nccl_env::parse_rules(&text, &policy.nccl_rules);
         for p in problems {
-            ffi::log_error(&format!(
-                "launchguard: NCCL rules file: {p} (line skipped; {label})"
-            ));
+            // slurm_info from slurmstepd reaches slurmd's log only, not the user's terminal.
+            ffi::log_info(&format!("launchguard: NCCL rules file: {p} ({label})"));
         }
         nccl_rules.extend(rules);
     }

@@ -194,7 +194,10 @@ pub fn parse_rules(text: &str, file: &str) -> (Vec<Rule>, Vec<String>) {
         let mut bad = |p: &str| {
             bad_lines += 1;
             if bad_lines <= MAX_PROBLEMS {
-                problems.push(format!("{file}:{lno}: {p}: '{}'", clip(line, 80)))
+                problems.push(format!(
+                    "{file}:{lno}: {p}: '{}' (line skipped)",
+                    clip(line, 80)
+                ))
             }
         };
         let mut parts = line.splitn(3, '|');
