@@ -121,8 +121,9 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// `launchguard: <id>: <what>; <why>; <fix>` on one line. Newlines inside the parts (which could
-    /// only come from user-controlled values echoed back) are replaced so the finding stays one line.
+    /// `launchguard: <id>: <what>; <why>; <fix>` on one line. Control and invisible characters inside
+    /// the parts (which could only come from user-controlled values echoed back) are neutralised by
+    /// [`crate::text::printable`], so the finding stays one honest line in a terminal and in slurmd's log.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -136,8 +137,8 @@ impl fmt::Display for Finding {
 }
 
 fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains(['\n', '\r']) {
-        std::borrow::Cow::Owned(s.replace(['\n', '\r'], " "))
+    if crate::text::needs_cleaning(s) {
+        std::borrow::Cow::Owned(crate::text::printable(s, usize::MAX))
     } else {
         std::borrow::Cow::Borrowed(s)
     }

@@ -16,6 +16,7 @@ pub mod policy;
 pub mod protocol;
 pub mod release;
 pub mod slurm_conf;
+pub mod text;
 
 pub use finding::{CheckKind, Finding};
 pub use policy::{Mode, Policy};

@@ -26,6 +26,17 @@ use crate::finding::CheckKind;
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// Splits one plugstack.conf line the way Slurm does (`_plugin_stack_parse_line` in Slurm's
+/// `src/common/spank.c`): everything from the first `#` on is a comment, even inside a word, and
+/// words are separated by spaces, tabs and newlines only (no quoting). Returns the words: the first
+/// is `required|optional|include`, the second the plugin's path, the rest its arguments.
+pub fn plugstack_line_words(line: &str) -> Vec<&str> {
+    let line = line.split('#').next().unwrap_or("");
+    line.split([' ', '\t', '\n'])
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
 /// What a check does with its findings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Mode {
@@ -271,6 +282,16 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
             })
         };
         let Some((key, value)) = raw.split_once('=') else {
+            if raw.ends_with(')') {
+                // `enroot_runtime_path=/run/enroot/user-$(id -u)` was split at its space.
+                problem(
+                    "plugstack arguments are split at spaces, so '$(id -u)' cannot be written here; \
+                     write the per-user part as $UID (enroot_runtime_path=/run/enroot/user-$UID): only the \
+                     shared directory above it is checked; ignored"
+                        .into(),
+                );
+                continue;
+            }
             problem(format!(
                 "expected key=value (known keys: {}); ignored",
                 KNOWN_KEYS.join(", ")
@@ -430,6 +451,23 @@ mod tests {
         assert_eq!(p.mode_for(CheckKind::CpusPerTask), Mode::Enforce);
         assert_eq!(p.mode_for(CheckKind::ExportAll), Mode::Off);
         assert!(!p.all_off());
+    }
+
+    #[test]
+    fn plugstack_lines_split_like_slurm() {
+        assert_eq!(
+            plugstack_line_words("required /x.so mode=warn # site default\tfoo"),
+            vec!["required", "/x.so", "mode=warn"]
+        );
+        assert_eq!(
+            plugstack_line_words("optional\t/x.so a=b#c d=e"),
+            vec!["optional", "/x.so", "a=b"]
+        );
+        assert!(plugstack_line_words("   # only a comment").is_empty());
+        // the $(id -u) trap gets its own explanation
+        let (_, probs) = parse_args(&["enroot_runtime_path=/run/enroot/user-$(id", "-u)"]);
+        assert_eq!(probs.len(), 1, "{probs:?}");
+        assert!(probs[0].problem.contains("$UID"), "{probs:?}");
     }
 
     #[test]

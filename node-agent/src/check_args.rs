@@ -24,11 +24,14 @@ struct Head {
     path: String,
 }
 
-/// Splits the input into plugstack words and takes off a leading `required|optional <path>`.
+/// Splits the input into plugstack words as Slurm splits a plugstack.conf line (a `#` starts a
+/// comment, even inside a word; spaces, tabs and newlines separate words:
+/// [`launchguard_core::policy::plugstack_line_words`]) and takes off a leading
+/// `required|optional <path>`.
 fn plugstack_words(input: &[String]) -> (Option<Head>, Vec<String>) {
-    let mut words: Vec<String> = input
-        .iter()
-        .flat_map(|w| w.split_whitespace())
+    let joined = input.join(" ");
+    let mut words: Vec<String> = launchguard_core::policy::plugstack_line_words(&joined)
+        .into_iter()
         .map(str::to_string)
         .collect();
     let kind = words.first().map(String::as_str);
@@ -122,6 +125,13 @@ mod tests {
                 path: "/x/spank_launchguard.so".into()
             })
         );
+        // a trailing comment, as Slurm allows it (the issue: three "expected key=value" errors)
+        let (_, w) = plugstack_words(&[
+            "required /x/spank_launchguard.so mode=warn # set by ansible".to_string(),
+        ]);
+        assert_eq!(w, vec!["mode=warn"]);
+        let (policy, problems) = parse_args(&w);
+        assert!(problems.is_empty() && policy.describe()[0].contains("warn"));
         let (h, w) = plugstack_words(&["mode=warn".to_string(), "cpus_per_task=off".to_string()]);
         assert_eq!(w, vec!["mode=warn", "cpus_per_task=off"]);
         assert_eq!(h, None);

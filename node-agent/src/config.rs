@@ -11,6 +11,27 @@ use std::path::{Path, PathBuf};
 /// the loop that waits for the checks.
 pub const MAX_CHECK_TIMEOUT: u64 = 14;
 
+/// Largest config file read (bytes): the documented default file is 4 KiB.
+pub const MAX_CONFIG: u64 = 1 << 20;
+
+/// Longest line of a TOML error shown (characters): toml quotes the offending source line, which may
+/// be megabytes long.
+const MAX_ERROR_LINE: usize = 200;
+
+/// Clips each line of a parse error to [`MAX_ERROR_LINE`] characters and the whole to 12 lines,
+/// neutralising control and invisible characters on the way.
+fn clip_error(e: &str) -> String {
+    let mut out: Vec<String> = e
+        .lines()
+        .take(12)
+        .map(|l| launchguard_core::text::printable(l, MAX_ERROR_LINE))
+        .collect();
+    if e.lines().nth(12).is_some() {
+        out.push("…".into());
+    }
+    out.join("\n")
+}
+
 /// Where the config is read from when `--config` is not given.
 pub const DEFAULT_PATH: &str = "/etc/launchguard/launchguard.toml";
 
@@ -210,8 +231,8 @@ impl std::error::Error for ConfigError {}
 impl Config {
     /// Parses a config text (`path` for messages).
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let c: Config =
-            toml::from_str(text).map_err(|e| ConfigError::Parse(path.into(), e.to_string()))?;
+        let c: Config = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse(path.into(), clip_error(&e.to_string())))?;
         let bad = |m: &str| Err(ConfigError::Invalid(path.into(), m.into()));
         if c.interval_secs > 7 * 86_400 {
             return bad("interval_secs must be 0..=604800 (0: only at start and on SIGHUP)");
@@ -271,13 +292,19 @@ impl Config {
     }
 
     /// Loads `path`; a missing file at the default path gives the defaults, anywhere else an error.
+    /// The file is read like the other node files: a regular file of at most [`MAX_CONFIG`] bytes,
+    /// opened without blocking (a FIFO or device such as `/dev/zero` is refused at once, so neither
+    /// `check` nor the agent's SIGHUP reload can hang or grow on it).
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
         let (p, explicit) = match path {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_PATH), false),
         };
-        match std::fs::read_to_string(&p) {
-            Ok(t) => Config::parse(&t, &p),
+        match crate::gather::util::read_whole(&p, MAX_CONFIG) {
+            Ok(b) => match String::from_utf8(b) {
+                Ok(t) => Config::parse(&t, &p),
+                Err(_) => Err(ConfigError::Parse(p, "not UTF-8 text".into())),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
                 Ok(Config::default())
             }
@@ -347,6 +374,39 @@ mod tests {
         let e = Config::parse("[munge]\nkey = 5\n", Path::new("f")).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
         assert!(Config::parse("check_timeout_secs = 0", Path::new("f")).is_err());
+    }
+
+    #[test]
+    fn endless_fifo_and_huge_configs_are_refused_at_once_and_errors_are_clipped() {
+        let dir = std::env::temp_dir().join(format!("lg-config-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // /dev/zero: not a regular file (before: read until memory ran out)
+        let t = std::time::Instant::now();
+        let e = Config::load(Some(Path::new("/dev/zero"))).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        // a FIFO nobody writes: refused at once (before: hung)
+        let fifo = dir.join("fifo.toml");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let e = Config::load(Some(&fifo)).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        // larger than the cap
+        let big = dir.join("big.toml");
+        std::fs::write(&big, "#".repeat(MAX_CONFIG as usize + 1)).unwrap();
+        let e = Config::load(Some(&big)).unwrap_err();
+        assert!(e.to_string().contains("larger than 1024 KiB"), "{e}");
+        // a 1 MB line with a TOML error: the message quotes at most 200 characters of it
+        let long = dir.join("long.toml");
+        std::fs::write(
+            &long,
+            format!("interval_secs = 5{}\n", "x".repeat(1_000_000)),
+        )
+        .unwrap();
+        let e = Config::load(Some(&long)).unwrap_err().to_string();
+        assert!(e.len() < 3000, "{} bytes", e.len());
+        assert!(e.contains("line 1"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub const JOURNAL_FIELDS: &[(&str, &str, &str)] = &[
     ("LAUNCHGUARD_JOB", "LAUNCH", "Slurm job ID (empty before allocation)"),
     ("LAUNCHGUARD_STEP", "LAUNCH", "Slurm step ID (empty before allocation)"),
     ("LAUNCHGUARD_UID", "LAUNCH", "the user's uid"),
+    ("LAUNCHGUARD_PEER_UID", "LAUNCH", "the sending process's uid from SO_PEERCRED (0: slurmstepd)"),
     ("LAUNCHGUARD_NODE", "LAUNCH", "the node that reported"),
     ("LAUNCHGUARD_PHASE", "LAUNCH", "srun, step (slurmstepd as root) or task"),
     ("LAUNCHGUARD_ACTION", "LAUNCH", "allowed, warned or rejected"),

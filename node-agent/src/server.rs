@@ -7,8 +7,12 @@
 //! non-root uids are rate-limited per uid on every line (garbage and blank lines included), may hold
 //! only a share of the connections (the rest is reserved for root) and stay connected at most 60 s,
 //! stored reports are clipped and users' reports kept apart from root's, and every refusal increments
-//! `launchguard_reports_dropped_total{reason}`. Each report is attributed with `SO_PEERCRED`: a
-//! non-root peer may only report its own uid; root (slurmstepd) may report any job's.
+//! `launchguard_reports_dropped_total{reason}`. Each report is attributed with `SO_PEERCRED`: the
+//! `step` and `task` phases come from slurmstepd as root and are refused from any other uid
+//! (`root_phase`); a non-root peer may only send an `srun` report for its own uid, whose job and step
+//! are dropped (srun reports before there is a job), and its uid is shown and logged beside it.
+//! Text from clients goes through [`launchguard_core::text::printable`] before it is stored, so
+//! status output and logs never carry control or bidi/invisible characters as sent.
 
 use crate::config::Reports;
 use crate::registry::{NodeReport, Runner};
@@ -32,6 +36,7 @@ pub const DROP_REASONS: &[&str] = &[
     "idle",
     "not_root",
     "truncated",
+    "root_phase",
 ];
 /// Report actions counted.
 pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
@@ -40,7 +45,7 @@ pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
 #[derive(Default)]
 pub struct Counters {
     accepted: [AtomicU64; 4],
-    dropped: [AtomicU64; 9],
+    dropped: [AtomicU64; 10],
 }
 
 impl Counters {
@@ -229,15 +234,24 @@ const USER_CONN_LIFETIME: Duration = Duration::from_secs(60);
 /// Deadline for writing an answer to a client that does not read it.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Control characters (a forged log line's newline, terminal escapes) become spaces; then clipped.
+/// Control characters (a forged log line's newline, terminal escapes) become spaces, bidi and other
+/// invisible characters `<U+XXXX>`; then clipped (the one sanitiser, [`launchguard_core::text`]).
 fn clean(s: &str, max: usize) -> String {
-    s.chars()
-        .take(max)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    launchguard_core::text::printable(s, max)
 }
 
-fn sanitize(mut r: Report) -> Report {
+/// Phases only slurmstepd (root) sends.
+fn root_only_phase(phase: &str) -> bool {
+    phase != "srun"
+}
+
+/// Clips and cleans a report; a non-root peer's report loses its job and step (an srun report has
+/// none: it is sent before allocation), so nothing a user sends reads as a job's verdict.
+fn sanitize(mut r: Report, peer_uid: u32) -> Report {
+    if peer_uid != 0 {
+        r.job = None;
+        r.step = None;
+    }
     r.findings.truncate(MAX_FINDINGS);
     for f in &mut r.findings {
         f.id = clean(&f.id, MAX_NAME);
@@ -386,6 +400,7 @@ impl Shared {
                 tracing::$lvl!(
                     $(target: $t,)?
                     message_id = crate::logging::message_id::LAUNCH,
+                    launchguard.peer_uid = s.peer_uid,
                     launchguard.job = job.as_str(),
                     launchguard.step = step.as_str(),
                     launchguard.uid = r.uid,
@@ -605,7 +620,11 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                 {
                     sh.counters.drop_one("bad_version");
                 } else {
-                    tracing::debug!(launchguard.peer_uid = uid, "undecodable line: {e}");
+                    tracing::debug!(
+                        launchguard.peer_uid = uid,
+                        "undecodable line: {}",
+                        clean(&e.to_string(), 200)
+                    );
                     sh.counters.drop_one("bad_json");
                 }
                 continue;
@@ -615,6 +634,15 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
             Message::Launch(report) => {
                 if report.v != VERSION {
                     sh.counters.drop_one("bad_version");
+                } else if uid != 0 && root_only_phase(&report.phase) {
+                    tracing::warn!(
+                        peer_uid = uid,
+                        claimed_uid = report.uid,
+                        claimed_job = report.job.unwrap_or(0),
+                        phase = clean(&report.phase, 16).as_str(),
+                        "report refused: only slurmstepd (root) sends step and task reports"
+                    );
+                    sh.counters.drop_one("root_phase");
                 } else if uid != 0 && report.uid != uid {
                     tracing::warn!(
                         launchguard.peer_uid = uid,
@@ -632,7 +660,7 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                         received,
                         peer_uid: uid,
                         peer_pid: pid,
-                        report: sanitize(report),
+                        report: sanitize(report, uid),
                     });
                 }
             }

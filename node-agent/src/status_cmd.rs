@@ -148,22 +148,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
     );
     for s in &reply.reports {
-        let r = &s.report;
-        let job = match (r.job, r.step) {
-            (Some(j), Some(st)) => format!("{j}.{st}"),
-            (Some(j), None) => j.to_string(),
-            _ => "-".into(),
-        };
-        let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
-        println!(
-            "{}  job {:<12} uid {:<6} {:<5} {:<9} {}",
-            when(s.received, now),
-            job,
-            r.uid,
-            r.phase,
-            r.action,
-            ids.join(",")
-        );
+        println!("{}", report_row(s, now));
     }
     ExitCode::from(code)
 }
@@ -198,9 +183,38 @@ pub fn utc(epoch: u64) -> String {
         .to_string()
 }
 
+/// One report as a status row. Text from the report goes through the one sanitiser (the agent
+/// already cleaned it; an older agent may not have); a report a non-root client sent says so with
+/// the sender's uid from `SO_PEERCRED` (`from uid 1001`), so it cannot pass for slurmstepd's.
+pub fn report_row(s: &crate::server::Stored, now: u64) -> String {
+    use launchguard_core::text::printable;
+    let r = &s.report;
+    let job = match (r.job, r.step) {
+        (Some(j), Some(st)) => format!("{j}.{st}"),
+        (Some(j), None) => j.to_string(),
+        _ => "-".into(),
+    };
+    let ids: Vec<String> = r.findings.iter().map(|f| printable(&f.id, 128)).collect();
+    let from = if s.peer_uid == 0 {
+        String::new()
+    } else {
+        format!("  (from uid {})", s.peer_uid)
+    };
+    format!(
+        "{}  job {:<12} uid {:<6} {:<5} {:<9} {}{from}",
+        when(s.received, now),
+        job,
+        r.uid,
+        printable(&r.phase, 16),
+        printable(&r.action, 16),
+        ids.join(",")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use launchguard_core::protocol::{Report, ReportFinding};
     use std::io::ErrorKind;
 
     #[test]
@@ -234,5 +248,34 @@ mod tests {
         assert!(user.contains("as root"), "{user}");
         let user_down = unreachable_hint(ErrorKind::NotFound, true, false);
         assert!(user_down.contains("or you are not root"), "{user_down}");
+    }
+
+    #[test]
+    fn rows_neutralise_client_text_and_name_a_non_root_sender() {
+        let s = crate::server::Stored {
+            seq: 0,
+            received: 5,
+            peer_uid: 1001,
+            peer_pid: None,
+            report: Report {
+                v: 1,
+                phase: "srun\u{202E}".into(),
+                job: None,
+                step: None,
+                uid: 1001,
+                node: "n".into(),
+                mode: "warn".into(),
+                action: "warned\n".into(),
+                findings: vec![ReportFinding {
+                    id: "launch.x\u{200B}".into(),
+                    severity: "error".into(),
+                    message: "m".into(),
+                }],
+            },
+        };
+        let row = report_row(&s, 5);
+        assert!(row.contains("launch.x<U+200B>"), "{row}");
+        assert!(row.ends_with("(from uid 1001)"), "{row}");
+        assert!(!row.contains('\n') && !row.contains('\u{202E}'), "{row}");
     }
 }

@@ -165,7 +165,7 @@ fn reports_from_real_sruns_arrive_attributed_and_hostile_clients_are_counted() {
 
     // A user claiming someone else's uid, garbage, an overlong line, a future version: counted, not stored.
     let before = reports(&st).len();
-    let forged = r#"{"v":1,"kind":"launch","phase":"step","job":1,"step":0,"uid":0,"node":"x","mode":"warn","action":"allowed","findings":[]}"#;
+    let forged = r#"{"v":1,"kind":"launch","phase":"srun","uid":0,"node":"x","mode":"warn","action":"allowed","findings":[]}"#;
     send_as("lgtest", &a.socket, &format!("b'{forged}\\n'"));
     send_as("lgtest", &a.socket, "b'not json\\n{\\x00\\xff}\\n'");
     send_as("lgtest", &a.socket, "b'x' * 70000 + b'\\n'");
@@ -315,6 +315,71 @@ fn srun_goes_on_when_the_agent_is_wedged_or_killed() {
 }
 
 #[test]
+fn a_user_cannot_forge_slurmstepds_reports_and_their_own_text_is_shown_neutralised() {
+    // No Slurm needed: the real agent and a real non-root client (lgtest).
+    let a = Agent::start("agent-forged", "");
+    let uid: u64 = cmd(&["id", "-u", "lgtest"]).stdout.trim().parse().unwrap();
+    // The issue's forgery: a step report for root's job, in lgtest's own uid, and one in root's.
+    for claimed in [uid, 0] {
+        let forged = format!(
+            r#"{{"v":1,"kind":"launch","phase":"step","job":4242,"step":0,"uid":{claimed},"node":"gpu-17","mode":"enforce","action":"rejected","findings":[{{"id":"launch.cpus_per_task","severity":"error","message":"forged"}}]}}"#
+        );
+        send_as("lgtest", &a.socket, &format!("b'{forged}\\n'"));
+    }
+    let task = format!(
+        r#"{{"v":1,"kind":"launch","phase":"task","job":4242,"step":0,"uid":{uid},"node":"n","mode":"warn","action":"warned","findings":[]}}"#
+    );
+    send_as("lgtest", &a.socket, &format!("b'{task}\\n'"));
+    // An srun report of lgtest's own, carrying a job claim and bidi/zero-width characters.
+    let srun = format!(
+        r#"{{"v":1,"kind":"launch","phase":"srun","job":4242,"step":0,"uid":{uid},"node":"n\u202e1-upg","mode":"warn","action":"warned","findings":[{{"id":"launch.export_all","severity":"error","message":"ok\u202egnp.exe\u200b done"}}]}}"#
+    );
+    send_as("lgtest", &a.socket, &format!("b'{srun}\\n'"));
+    std::thread::sleep(Duration::from_millis(300));
+    let st = a.status();
+    assert_eq!(st["dropped_total"]["root_phase"], 3, "{st}");
+    let rs = reports(&st);
+    assert_eq!(rs.len(), 1, "only the srun report is stored: {st}");
+    let r = &rs[0];
+    assert_eq!(r["peer_uid"], uid);
+    assert!(
+        r["report"]["job"].is_null() && r["report"]["step"].is_null(),
+        "{r}"
+    );
+    assert_eq!(r["report"]["node"], "n<U+202E>1-upg");
+    assert_eq!(
+        r["report"]["findings"][0]["message"],
+        "ok<U+202E>gnp.exe<U+200B> done"
+    );
+    // The table names the sender; the log carries the sender's uid and no bidi character.
+    let o = lg(&["status", "--socket", a.socket.to_str().unwrap()]);
+    let row = o
+        .stdout
+        .lines()
+        .find(|l| l.contains("launch.export_all"))
+        .unwrap_or_else(|| panic!("{o:?}"));
+    assert!(row.ends_with(&format!("(from uid {uid})")), "{row}");
+    let log = std::fs::read_to_string(a.dir.join("agent.log")).unwrap();
+    assert!(
+        log.lines().any(|l| l
+            .contains("report refused: only slurmstepd (root) sends step and task reports")
+            && l.contains(&format!("peer_uid={uid}"))
+            && l.contains("claimed_job=4242")),
+        "{log}"
+    );
+    assert!(
+        log.lines().any(|l| l.contains("launch warned")
+            && l.contains(&format!("peer_uid={uid}"))
+            && l.contains("ok<U+202E>gnp.exe<U+200B> done")),
+        "{log}"
+    );
+    assert!(
+        !log.contains('\u{202E}') && !log.contains('\u{200B}'),
+        "{log}"
+    );
+}
+
+#[test]
 fn fat_reports_are_clipped_so_memory_stays_bounded() {
     let a = Agent::start("agent-fat", "");
     let rss = || -> u64 {
@@ -326,10 +391,10 @@ fn fat_reports_are_clipped_so_memory_stays_bounded() {
             .unwrap()
     };
     let before = rss();
-    // 1,200 lines of ~56 KB, each a report with 1,200 findings, from root and from lgtest.
+    // 1,200 lines of ~56 KB, each a report with 1,200 findings, from root (step) and lgtest (srun).
     let py = format!(
         "import socket,os\nf='{{\"id\":\"x\",\"severity\":\"error\",\"message\":\"m\"}}'\n\
-         line=('{{\"v\":1,\"kind\":\"launch\",\"phase\":\"step\",\"uid\":%d,\"node\":\"n\",\"mode\":\"warn\",\"action\":\"warned\",\"findings\":[' % os.getuid() + ','.join([f]*1200) + ']}}\\n').encode()\n\
+         line=('{{\"v\":1,\"kind\":\"launch\",\"phase\":\"%s\",\"uid\":%d,\"node\":\"n\",\"mode\":\"warn\",\"action\":\"warned\",\"findings\":[' % ('step' if os.getuid() == 0 else 'srun', os.getuid()) + ','.join([f]*1200) + ']}}\\n').encode()\n\
          for _ in range(600):\n  s=socket.socket(socket.AF_UNIX); s.connect('{}'); s.sendall(line); s.close()\n",
         a.socket.display()
     );

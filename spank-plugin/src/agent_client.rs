@@ -9,8 +9,9 @@ use launchguard_core::protocol::{Report, ReportFinding, VERSION};
 use launchguard_core::{Finding, Policy};
 use socket2::{Domain, SockAddr, Socket, Type};
 
-/// `MSG_NOSIGNAL` (Linux): a closed peer gives EPIPE instead of killing srun with SIGPIPE.
-const MSG_NOSIGNAL: i32 = 0x4000;
+/// `MSG_NOSIGNAL` (from the `libc` crate): a closed peer gives EPIPE instead of killing srun with
+/// SIGPIPE.
+const MSG_NOSIGNAL: i32 = libc::MSG_NOSIGNAL;
 
 /// Connects without blocking. The socket is close-on-exec (socket2's default), so the task's
 /// program never inherits it.

@@ -74,19 +74,59 @@ pub enum NumItem {
 /// `access(path, R_OK | W_OK)`: `Ok(())` or the errno. The kernel applies the devices cgroup here
 /// (EPERM) without opening the device (docs/spank.md, "Devices").
 pub fn access_rw(path: &str) -> Result<(), i32> {
-    extern "C" {
-        fn access(path: *const c_char, mode: c_int) -> c_int;
-    }
-    const R_OK: c_int = 4;
-    const W_OK: c_int = 2;
-    let c = CString::new(path).map_err(|_| 22)?;
+    let c = CString::new(path).map_err(|_| libc::EINVAL)?;
     // SAFETY: `c` is a valid NUL-terminated string for the duration of the call; access(2) only reads it.
-    let rc = unsafe { access(c.as_ptr(), R_OK | W_OK) };
+    let rc = unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) };
     if rc == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     }
+}
+
+/// `openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`: opens the directory `name`
+/// (one path component) under the open directory `dir`, refusing a symlink (`ELOOP`) or anything
+/// that is not a directory (`ENOTDIR`). Flags come from the `libc` crate, right on every
+/// architecture (on arm64 `O_DIRECTORY`/`O_NOFOLLOW` differ from x86-64's).
+pub fn open_dir_at(dir: &std::fs::File, name: &str) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let c = component(name)?;
+    // SAFETY: `dir` is an open descriptor borrowed for the call and `c` a NUL-terminated string that
+    // outlives it; openat(2) only reads them.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: openat returned a new descriptor that nothing else owns; the File takes it over.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// `mkdirat(dir, name, mode)`: creates the directory `name` (one path component) under the open
+/// directory `dir`; an existing entry gives `AlreadyExists` (a symlink there is never followed).
+pub fn mkdir_at(dir: &std::fs::File, name: &str, mode: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let c = component(name)?;
+    // SAFETY: as for openat above; mkdirat(2) only reads its arguments.
+    let rc = unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// One path component as a C string: no `/`, no NUL, not `.`/`..`.
+fn component(name: &str) -> std::io::Result<CString> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    CString::new(name).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 /// String SPANK items launchguard reads.

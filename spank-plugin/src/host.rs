@@ -137,9 +137,8 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
     };
     let (nccl_rules, problems) = crate::gather::nccl_rules(policy);
     for p in problems {
-        ffi::log_error(&format!(
-            "launchguard: NCCL rules file: {p} (line skipped; {label})"
-        ));
+        // slurm_info from slurmstepd reaches slurmd's log only, not the user's terminal.
+        ffi::log_info(&format!("launchguard: NCCL rules file: {p} ({label})"));
     }
     HostFacts {
         gpu_files,

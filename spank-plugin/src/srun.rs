@@ -99,6 +99,17 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         reported: verdict.shown.iter().map(|f| f.id().to_string()).collect(),
     };
     ffi::set_srun_env(marker::VAR, &m.encode());
+    // slurmstepd trusts only what Slurm acts on, never the marker: pass --overlap and --cpus-per-gpu
+    // on as the variables srun itself reads for them (24.11's srun already sets SLURM_CPUS_PER_GPU).
+    if parsed.has("overlap") && std::env::var_os("SLURM_OVERLAP").is_none() {
+        ffi::set_srun_env("SLURM_OVERLAP", "1");
+    }
+    if let Some(n) = parsed.value("cpus-per-gpu") {
+        if std::env::var_os("SLURM_CPUS_PER_GPU").is_none() && n.bytes().all(|b| b.is_ascii_digit())
+        {
+            ffi::set_srun_env("SLURM_CPUS_PER_GPU", n);
+        }
+    }
     let to_file = parsed.value("output").is_some()
         || parsed.value("error").is_some()
         || std::env::var_os("SLURM_STDOUTMODE").is_some()

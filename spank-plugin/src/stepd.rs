@@ -55,6 +55,8 @@ struct StepState {
     /// The verdict of `user_init`'s checks (CPUs per task, NCCL environment), enforced in
     /// `task_init_privileged`.
     cpus: Verdict,
+    /// srun's plugin already printed the rejected finding (its marker says so): do not print it twice.
+    cpus_quiet: bool,
     /// Node facts for `task_init`'s checks, gathered once here (before the tasks fork).
     host: Option<HostFacts>,
 }
@@ -86,10 +88,13 @@ pub fn user_init(sp: &Spank) -> bool {
         let node_id = sp.get_number(NumItem::NodeId).unwrap_or(0);
         if node_id == 0 {
             let already = |f: &launchguard_core::Finding| {
-                // srun showed the same family's warnings already; a rejection is always shown.
-                f.check == CheckKind::NcclEnv
+                // srun showed the same line already: NCCL warnings it reported, or the CPU line of a
+                // launch it could not stop itself (an `optional` line in srun). The marker only
+                // saves the repeat; the verdict above is the step's own.
+                (f.check == CheckKind::NcclEnv
                     && !st.cpus.reject
-                    && st.marker.as_ref().is_some_and(|m| m.reported(f.id()))
+                    && st.marker.as_ref().is_some_and(|m| m.reported(f.id())))
+                    || (f.check == CheckKind::CpusPerTask && st.cpus_quiet)
             };
             let lines: Vec<String> = st
                 .cpus
@@ -178,7 +183,7 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let env = |n: &str| sp.getenv(n);
     let release = gather::release(sp);
     let marker = sp.getenv(marker::VAR).and_then(|v| SrunMarker::decode(&v));
-    let mut findings = vec![];
+    let mut cpus = (Verdict::default(), false);
     if policy.mode_for(CheckKind::CpusPerTask) != Mode::Off {
         let gpus = step_gpu_count(&env);
         let facts = StepCpus {
@@ -191,15 +196,20 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
             exempt: sp
                 .getenv("SLURM_CPU_BIND")
                 .is_some_and(|v| cpus_per_task::cpu_bind_is_none(&v))
-                || sp.getenv("SLURM_PTY_PORT").is_some(),
+                || sp.getenv("SLURM_PTY_PORT").is_some()
+                || sp
+                    .getenv("SLURM_CPUS_PER_GPU")
+                    .is_some_and(|v| !v.is_empty()),
+            overlap: sp.getenv("SLURM_OVERLAP").is_some(),
         };
-        findings.extend(cpus_per_task::check_step(
+        // The marker only saves printing a line twice; the verdict is the step's.
+        cpus = cpus_per_task::step_verdict(
             release,
             &facts,
             marker.as_ref(),
             || step_node_facts(sp, gpus),
             &policy,
-        ));
+        );
     }
     let needs_host = policy.mode_for(CheckKind::Devices) != Mode::Off
         || policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
@@ -210,6 +220,7 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let nccl_judged = policy.mode_for(CheckKind::NcclEnv) != Mode::Off
         && (step_has_gpus || !policy.gpu_steps_only);
     if let (Some(h), true) = (host.as_ref(), nccl_judged) {
+        // Judged here, before any task exists, so the line comes before Slurm's task exit lines.
         let vars = sp.job_env_with_prefixes(nccl_env::VAR_PREFIXES);
         let hcas: Vec<String> = h.hcas.iter().map(|x| x.name.clone()).collect();
         let step_gpus = sp.getenv("SLURM_STEP_GPUS");
@@ -223,9 +234,10 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
             profile: policy.profile.as_deref(),
             from_image: &[],
         };
-        findings.extend(nccl_env::check_in(&vars, &ctx, &h.nccl_rules));
+        let nccl = judge(nccl_env::check_in(&vars, &ctx, &h.nccl_rules), &policy);
+        cpus.0.shown.extend(nccl.shown);
+        cpus.0.reject |= nccl.reject;
     }
-    let cpus = judge(findings, &policy);
     Some(StepState {
         policy,
         label,
@@ -233,7 +245,8 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
         step,
         uid: u32::try_from(uid).unwrap_or(u32::MAX),
         marker,
-        cpus,
+        cpus: cpus.0,
+        cpus_quiet: cpus.1,
         host,
     })
 }
@@ -400,19 +413,30 @@ pub fn task_init(sp: &Spank) -> bool {
     if container && !entered && sp.get_number(NumItem::TaskLocalId) == Some(0) {
         blind_step(st);
     }
+    let mut export_reject = false;
     if st.policy.mode_for(CheckKind::ExportAll) != Mode::Off {
         let step_env = StepEnv {
             has_path: sp.getenv("PATH").is_some(),
             argv0: sp.job_argv0(),
             container: st.marker.as_ref().is_some_and(|m| m.container),
         };
-        let already = st
+        // What srun showed is not printed twice; its verdict stands (a marker never lifts it).
+        let f = export::check_step(&step_env, false);
+        if st
             .marker
             .as_ref()
-            .is_some_and(|m| m.reported(CheckKind::ExportAll.id()));
-        findings.extend(export::check_step(&step_env, already));
+            .is_some_and(|m| m.reported(CheckKind::ExportAll.id()))
+        {
+            let v = judge(f, &st.policy);
+            export_reject = v.reject;
+            if v.reject {
+                seen.extend(v.shown);
+            }
+        } else {
+            findings.extend(f);
+        }
     }
-    let mut ok = true;
+    let mut ok = !export_reject;
     if let Some(h) = st.host.as_ref() {
         let step_has_gpus = sp
             .getenv("SLURM_STEP_GPUS")

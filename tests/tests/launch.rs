@@ -484,6 +484,56 @@ fn slurmstepd_judges_the_step_when_srun_had_no_launchguard() {
 }
 
 #[test]
+fn a_forged_srun_marker_never_lifts_slurmstepds_rejection() {
+    // The bypass: an srun without launchguard (the user's own SLURM_CONF with an empty
+    // plugstack) and a marker claiming srun exempted the step and reported everything.
+    let _g = lock();
+    plugstack("mode=enforce min_cpus_per_task=2");
+    let forged = "v1;cpt=*;ctr=0;ovl=0;reported=launch.cpus_per_task+launch.export_all";
+    for marker in [
+        forged,
+        "v1;cpt=1;ctr=0;ovl=0;reported=launch.cpus_per_task",
+        "v1;cpt=*;ctr=0;ovl=0;reported=",
+    ] {
+        let env = [
+            ("SLURM_CONF", LOGIN_CONF),
+            ("SLURM_LAUNCHGUARD_SRUN", marker),
+        ];
+        let r = run(As::User, &env, &["srun", "--gres=gpu:1", "echo", "ran"]);
+        assert_eq!(r.code, 1, "{marker}: {r:#?}");
+        assert!(!r.stdout.contains("ran"), "{marker}: {r:#?}");
+        // A marker claiming srun printed the line only keeps it off the terminal (it is in slurmd's
+        // log and the agent's report); without that claim the user reads why.
+        let got = r.findings();
+        if marker.ends_with("reported=") {
+            assert_eq!(got.len(), 1, "{marker}: {r:#?}");
+            assert!(
+                got[0].starts_with("launchguard: launch.cpus_per_task: this GPU step (1 GPU on this node) runs with 1 CPU per task"),
+                "{r:#?}"
+            );
+        } else {
+            assert!(got.is_empty(), "{marker}: {r:#?}");
+        }
+    }
+    // What the marker claimed, done for real through the variables srun itself acts on, runs (the
+    // same as typing --cpus-per-gpu, --overlap or -c 1), with the plugin-less srun too.
+    for var in [
+        ("SLURM_CPUS_PER_GPU", "2"),
+        ("SLURM_CPU_BIND", "none"),
+        ("SLURM_OVERLAP", "1"),
+    ] {
+        let env = [("SLURM_CONF", LOGIN_CONF), var];
+        let r = run(As::User, &env, &["srun", "--gres=gpu:1", "echo", "ran"]);
+        assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{var:?}: {r:#?}");
+    }
+    // With launchguard in srun's plugstack, its marker still keeps a warning from printing twice.
+    plugstack("mode=warn min_cpus_per_task=2");
+    let r = srun(As::User, &["--gres=gpu:1", "echo", "ran"]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert_eq!(r.findings().len(), 1, "printed once: {r:#?}");
+}
+
+#[test]
 fn bad_plugstack_arguments_are_named_and_jobs_still_run() {
     let _g = lock();
     plugstack("mode=wran colour=red min_cpus_per_task=-1");

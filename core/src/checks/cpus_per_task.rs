@@ -13,7 +13,7 @@
 use super::env::{parse_count, Env};
 use super::gpus::srun_gpu_request;
 use super::marker::{CpusMark, SrunMarker};
-use super::NodeFacts;
+use super::{judge, NodeFacts, Verdict};
 use crate::argv::ParsedArgv;
 use crate::finding::{CheckKind, Finding, Severity};
 use crate::policy::{MinCpus, Policy};
@@ -361,18 +361,60 @@ pub struct StepCpus {
     pub job_cpus_per_task: Option<String>,
     /// `SLURM_OVERCOMMIT` in the job's environment: `S_STEP_CPUS_PER_TASK` is 1 by design then.
     pub overcommit: bool,
-    /// Tasks not pinned (`SLURM_CPU_BIND` contains `none`) or an interactive step (`SLURM_PTY_PORT`):
-    /// helper steps, not judged.
+    /// Tasks not pinned (`SLURM_CPU_BIND` contains `none`), an interactive step (`SLURM_PTY_PORT`) or
+    /// CPUs that follow the GPUs (`SLURM_CPUS_PER_GPU`): helper steps or `S_STEP_CPUS_PER_TASK` of 1 by
+    /// design, not judged.
     pub exempt: bool,
+    /// `SLURM_OVERLAP` in the step's environment (srun reads it as `--overlap`; launchguard's srun
+    /// plugin sets it for an `--overlap` on the command line): a rejection becomes a warning.
+    pub overlap: bool,
 }
 
-/// Judges a running step (slurmstepd, remote context) from `S_STEP_CPUS_PER_TASK`, the truth.
-/// Silent when srun's plugin predicted the same value (it judged with more context: the command line).
+/// slurmstepd's verdict on CPUs per task: judged from the step's own facts ([`check_step`]); srun's
+/// marker only keeps slurmstepd from printing a line srun's plugin already showed, and never lifts a
+/// rejection: the marker is an environment variable any user can set, so a forged
+/// `cpt=*;reported=launch.cpus_per_task` stops nothing. Returns the verdict and whether its lines
+/// must stay off the terminal: a launch that goes on loses the findings srun already judged (as
+/// before); a rejected one keeps them for slurmd's log and the agent, and is quiet on the terminal
+/// only when srun's plugin showed the same finding (an `optional` plugin, whose rejection Slurm
+/// ignores, or a forged marker, which then only hides the reason).
+pub fn step_verdict(
+    release: SlurmRelease,
+    step: &StepCpus,
+    marker: Option<&SrunMarker>,
+    node: impl FnOnce() -> NodeFacts,
+    policy: &Policy,
+) -> (Verdict, bool) {
+    let mut v = judge(check_step(release, step, node, policy), policy);
+    let Some(m) = marker else {
+        return (v, false);
+    };
+    if v.reject {
+        let quiet = m.reported(CheckKind::CpusPerTask.id());
+        return (v, quiet);
+    }
+    if srun_showed(m, step.cpus_per_task) {
+        v.shown.clear();
+    }
+    (v, false)
+}
+
+/// Whether srun's plugin already spoke about this step's CPUs per task: it predicted the value the
+/// step got, exempted the step, or showed a `launch.cpus_per_task` line.
+pub fn srun_showed(m: &SrunMarker, cpus_per_task: Option<u32>) -> bool {
+    cpus_per_task.is_some_and(|c| m.cpus == CpusMark::Predicted(c))
+        || m.cpus == CpusMark::Exempt
+        || m.reported(CheckKind::CpusPerTask.id())
+}
+
+/// Judges a running step (slurmstepd, remote context) from `S_STEP_CPUS_PER_TASK`, the truth, and
+/// the `SLURM_*` variables srun itself acts on (so that setting one by hand changes the launch
+/// exactly as the option would). A count the user asked for (`srun -c N` sets
+/// `SLURM_CPUS_PER_TASK=N` for the step) is judged as srun's plugin judges an explicit `-c`.
 /// `node` is called only when `min_cpus_per_task=auto` needs the node's CPUs and GPUs.
 pub fn check_step(
     release: SlurmRelease,
     step: &StepCpus,
-    marker: Option<&SrunMarker>,
     node: impl FnOnce() -> NodeFacts,
     policy: &Policy,
 ) -> Vec<Finding> {
@@ -382,13 +424,9 @@ pub fn check_step(
     if (policy.gpu_steps_only && step.gpus == 0) || step.overcommit || step.exempt {
         return vec![];
     }
-    if let Some(m) = marker {
-        let predicted_same = m.cpus == CpusMark::Predicted(cpt);
-        if predicted_same || m.cpus == CpusMark::Exempt || m.reported(CheckKind::CpusPerTask.id()) {
-            return vec![];
-        }
-    }
-    let overlap = marker.is_some_and(|m| m.overlap);
+    let overlap = step.overlap;
+    // srun -c N sets SLURM_CPUS_PER_TASK=N for the step (23.11+ also read an inherited one).
+    let asked = step.job_cpus_per_task.as_deref().and_then(parse_count) == Some(cpt);
     let what_step = if step.gpus > 0 {
         format!(
             "GPU step ({} GPU{} on this node)",
@@ -399,7 +437,7 @@ pub fn check_step(
         "step".to_string()
     };
     let min = resolve_min(policy, node);
-    if cpt == 1 {
+    if cpt == 1 && !asked {
         let inherited = step
             .job_cpus_per_task
             .as_deref()
@@ -741,8 +779,9 @@ mod tests {
     }
 
     #[test]
-    fn step_truth_is_judged_unless_srun_predicted_it() {
+    fn step_truth_is_judged_and_the_marker_only_saves_a_second_line() {
         let p = Policy::default();
+        let enforce = parse_args(&["mode=enforce"]).0;
         let node = NodeFacts {
             cpus: Some(2),
             gpus: Some(2),
@@ -753,8 +792,9 @@ mod tests {
             job_cpus_per_task: Some("2".into()),
             overcommit: false,
             exempt: false,
+            overlap: false,
         };
-        let f = check_step(R2205, &trap, None, || node, &p);
+        let f = check_step(R2205, &trap, || node, &p);
         assert_eq!(f.len(), 1);
         assert!(
             f[0].what.contains("although SLURM_CPUS_PER_TASK=2"),
@@ -762,46 +802,87 @@ mod tests {
             f[0].what
         );
         assert_eq!(f[0].severity, Severity::Error);
-        // srun already predicted 1 and spoke: silence
         let mark = |cpus| SrunMarker {
             cpus,
             ..Default::default()
         };
-        let m = mark(CpusMark::Predicted(1));
-        assert!(check_step(R2205, &trap, Some(&m), || node, &p).is_empty());
-        // srun exempted it (--cpus-per-gpu, --cpu-bind=none): slurmstepd sees 1 by design
-        let m = mark(CpusMark::Exempt);
-        assert!(check_step(R2205, &trap, Some(&m), || node, &p).is_empty());
+        // warn mode: srun already predicted 1 (and spoke) or exempted it: not printed twice
+        for m in [mark(CpusMark::Predicted(1)), mark(CpusMark::Exempt)] {
+            let (v, _) = step_verdict(R2205, &trap, Some(&m), || node, &p);
+            assert!(v.shown.is_empty() && !v.reject, "{m:?}");
+        }
         // srun predicted 2 but the step got 1, or srun did not judge: speak
-        let m = mark(CpusMark::Predicted(2));
-        assert_eq!(check_step(R2205, &trap, Some(&m), || node, &p).len(), 1);
-        let m = mark(CpusMark::Unjudged);
-        assert_eq!(check_step(R2205, &trap, Some(&m), || node, &p).len(), 1);
+        for m in [mark(CpusMark::Predicted(2)), mark(CpusMark::Unjudged)] {
+            assert_eq!(
+                step_verdict(R2205, &trap, Some(&m), || node, &p)
+                    .0
+                    .shown
+                    .len(),
+                1
+            );
+        }
+        // enforce mode: no marker lifts a rejection (issue: a forged SLURM_LAUNCHGUARD_SRUN)
+        let plain = StepCpus {
+            job_cpus_per_task: None,
+            ..trap.clone()
+        };
+        let forged = SrunMarker::decode(
+            "v1;cpt=*;ctr=0;ovl=0;reported=launch.cpus_per_task+launch.export_all",
+        )
+        .unwrap();
+        for step in [&trap, &plain] {
+            for m in [
+                forged.clone(),
+                mark(CpusMark::Predicted(1)),
+                mark(CpusMark::Exempt),
+                SrunMarker {
+                    overlap: true,
+                    ..forged.clone()
+                },
+            ] {
+                let (v, quiet) = step_verdict(R2205, step, Some(&m), || node, &enforce);
+                assert!(v.reject, "{m:?} lifted the rejection of {step:?}");
+                assert_eq!(
+                    v.shown.len(),
+                    1,
+                    "slurmd's log and the agent get the reason"
+                );
+                // only a claim that srun printed the line keeps it off the terminal
+                assert_eq!(quiet, m.reported(CheckKind::CpusPerTask.id()), "{m:?}");
+            }
+        }
+        // facts Slurm acts on exempt or soften it, as the options would
         let mut s = trap.clone();
         s.exempt = true;
-        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
-        // an --overlap step srun did not judge: a warning, never a rejection
-        let m = SrunMarker {
-            cpus: CpusMark::Unjudged,
-            overlap: true,
-            ..Default::default()
+        assert!(check_step(R2205, &s, || node, &p).is_empty());
+        let mut s = trap.clone();
+        s.overlap = true;
+        let (v, _) = step_verdict(R2205, &s, None, || node, &enforce);
+        assert!(!v.reject && v.shown[0].severity == Severity::Warning);
+        // srun -c 1 (SLURM_CPUS_PER_TASK=1 in the step): the user's choice, judged like srun's -c 1
+        let asked = StepCpus {
+            job_cpus_per_task: Some("1".into()),
+            ..trap.clone()
         };
-        assert_eq!(
-            check_step(R2205, &trap, Some(&m), || node, &p)[0].severity,
-            Severity::Warning
+        assert!(check_step(R2205, &asked, || node, &enforce).is_empty());
+        let min2 = parse_args(&["mode=enforce", "min_cpus_per_task=2"]).0;
+        let (v, _) = step_verdict(R2205, &asked, None, || node, &min2);
+        assert!(
+            !v.reject && v.shown[0].severity == Severity::Warning,
+            "{v:?}"
         );
         // no GPUs, overcommit, garbage: silence
         let mut s = trap.clone();
         s.gpus = 0;
-        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
+        assert!(check_step(R2205, &s, || node, &p).is_empty());
         let mut s = trap.clone();
         s.overcommit = true;
-        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
+        assert!(check_step(R2205, &s, || node, &p).is_empty());
         let mut s = trap.clone();
         s.cpus_per_task = None;
-        assert!(check_step(R2205, &s, None, || node, &p).is_empty());
+        assert!(check_step(R2205, &s, || node, &p).is_empty());
         // 24.11 never advises SRUN_CPUS_PER_TASK
-        let f = check_step(R2411, &trap, None, || node, &p);
+        let f = check_step(R2411, &trap, || node, &p);
         assert!(!f[0].to_string().contains("SRUN_CPUS_PER_TASK"), "{}", f[0]);
     }
 

@@ -5,8 +5,13 @@
 //! (srun(1), `--export`; verified by the integration tests), so slurmstepd's plugin reads it with
 //! `spank_getenv`. Value: `v1;cpt=<N|-|*>;ctr=<0|1>;ovl=<0|1>;reported=<finding id>+<finding id>…`.
 //!
-//! slurmstepd's plugin stays silent about a check that srun already judged with the same facts, and
-//! speaks when the step's real values contradict srun's prediction.
+//! The marker is an environment variable, so any user can set it (with an srun whose plugstack
+//! lacks launchguard, nothing overwrites it). It only ever saves printing a line twice: slurmstepd's
+//! plugin judges the step from its own facts (`S_STEP_CPUS_PER_TASK` and the `SLURM_*` variables srun
+//! acts on) and stays silent about a finding srun's plugin already showed only when that finding
+//! does not stop the launch; a rejection is never lifted by the marker
+//! ([`crate::checks::cpus_per_task::step_verdict`]). `ctr` only chooses wording and whether a missing
+//! `PATH` is expected from a container image.
 
 /// Name of the environment variable.
 pub const VAR: &str = "SLURM_LAUNCHGUARD_SRUN";

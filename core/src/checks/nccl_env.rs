@@ -293,20 +293,45 @@ pub fn builtin_rules() -> Vec<Rule> {
     v
 }
 
+/// Most rules read from the admin's file. Every launch parses the file and checks each rule
+/// against the step's `NCCL_*`/`FI_*` variables (slurmstepd, before the tasks start), so a 60,000-rule
+/// file doubled the cost of `srun -n1 true`; the builtin rules are about 20.
+pub const MAX_RULES: usize = 256;
+
+/// Most problem lines reported for one file (then one line counts the rest): each goes to slurmd's
+/// log on every launch.
+pub const MAX_PROBLEMS: usize = 10;
+
 /// Parses the admin's rules file: one rule per line,
 /// `<efa|ib|any> <VAR|PREFIX*> <set | is V[,V…] | not V[,V…]> <error|warn> | <why> | <fix>`,
 /// `#` comments. Returns the rules and one message per bad line (`<file>:<line>: <problem>`); bad
-/// lines are skipped.
+/// lines are skipped. At most [`MAX_RULES`] rules are kept: the rest of the file is not read, and a
+/// problem line says from which line on; at most [`MAX_PROBLEMS`] bad lines are named, then counted.
 pub fn parse_rules(text: &str, file: &str) -> (Vec<Rule>, Vec<String>) {
     let mut rules = vec![];
     let mut problems = vec![];
+    let mut bad_lines = 0usize;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         let lno = i + 1;
-        let mut bad = |p: &str| problems.push(format!("{file}:{lno}: {p}: '{}'", clip(line, 80)));
+        if rules.len() == MAX_RULES {
+            problems.push(format!(
+                "{file}:{lno}: more than {MAX_RULES} rules; this line and the rest are ignored (every launch checks every rule: keep the file short)"
+            ));
+            break;
+        }
+        let mut bad = |p: &str| {
+            bad_lines += 1;
+            if bad_lines <= MAX_PROBLEMS {
+                problems.push(format!(
+                    "{file}:{lno}: {p}: '{}' (line skipped)",
+                    clip(line, 80)
+                ))
+            }
+        };
         let mut parts = line.splitn(3, '|');
         let head = parts.next().unwrap_or("");
         let (Some(why), Some(fix)) = (parts.next(), parts.next()) else {
@@ -362,6 +387,12 @@ pub fn parse_rules(text: &str, file: &str) -> (Vec<Rule>, Vec<String>) {
             profile: None,
             unless_profile: vec![],
         });
+    }
+    if bad_lines > MAX_PROBLEMS {
+        problems.push(format!(
+            "{file}: {} more bad lines not named",
+            bad_lines - MAX_PROBLEMS
+        ));
     }
     (rules, problems)
 }
@@ -881,6 +912,39 @@ mod tests {
                     .to_string()
             })
             .collect()
+    }
+
+    #[test]
+    fn huge_rule_files_are_capped_and_bad_lines_counted() {
+        // the issue's 60k-rule file: the first MAX_RULES are kept, one line says where it stopped
+        let text: String = (0..60_000)
+            .map(|i| format!("any NCCL_X{i} set warn | w | f\n"))
+            .collect();
+        let t = std::time::Instant::now();
+        let (rules, problems) = parse_rules(&text, "/r");
+        assert_eq!(rules.len(), MAX_RULES);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with(&format!(
+            "/r:{}: more than {MAX_RULES} rules",
+            MAX_RULES + 1
+        )));
+        let vars: Vec<(String, String)> = (0..50)
+            .map(|i| (format!("NCCL_Y{i}"), "1".into()))
+            .collect();
+        let mut all = builtin_rules();
+        all.extend(rules);
+        let _ = check(&vars, None, None, &all);
+        assert!(
+            t.elapsed() < std::time::Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
+        // 10,000 bad lines: ten named, the rest counted in one line
+        let bad: String = (0..10_000).map(|_| "nonsense\n").collect();
+        let (rules, problems) = parse_rules(&bad, "/r");
+        assert!(rules.is_empty());
+        assert_eq!(problems.len(), MAX_PROBLEMS + 1);
+        assert_eq!(problems[MAX_PROBLEMS], "/r: 9990 more bad lines not named");
     }
 
     #[test]

@@ -9,14 +9,6 @@ use std::time::{Duration, Instant};
 /// Largest config file read (bytes); a larger one is read up to this size.
 pub const MAX_READ: u64 = 4 << 20;
 
-/// Reads at most `max` bytes of a file (a device such as /dev/zero named by mistake costs `max`).
-pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let f = std::fs::File::open(path)?;
-    let mut buf = vec![];
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
 /// Opens a regular file for reading without blocking on a FIFO or device swapped in after a `stat`
 /// (`O_NONBLOCK`, then `fstat`); `follow`: whether a final symlink is followed (`O_NOFOLLOW` when
 /// not). Errors: the open's own, `InvalidInput` "not a regular file" for a FIFO, device, socket
@@ -41,6 +33,31 @@ pub fn open_regular(p: &Path, follow: bool) -> std::io::Result<std::fs::File> {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
     }
     Ok(f)
+}
+
+/// Reads at most `max` bytes of a regular file, without blocking on a FIFO or device (refused:
+/// `/dev/zero` named by mistake costs nothing).
+pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = open_regular(path, true)?;
+    let mut buf = vec![];
+    f.take(max).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// Reads a whole regular file of at most `max` bytes (a config: a cut file would mean something
+/// else), without blocking on a FIFO or device: larger files are refused with `FileTooLarge`-like
+/// `InvalidData` naming the cap.
+pub fn read_whole(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let f = open_regular(path, true)?;
+    let mut buf = vec![];
+    f.take(max + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB", max / 1024),
+        ));
+    }
+    Ok(buf)
 }
 
 /// Reads a regular file of at most `max` bytes without following a final symlink and without
