@@ -71,22 +71,24 @@ pub enum NumItem {
     TaskLocalId,
 }
 
-/// `access(path, R_OK | W_OK)`: `Ok(())` or the errno. The kernel applies the devices cgroup here
-/// (EPERM) without opening the device (spank-facts.md).
+/// `access(path, R_OK | W_OK)`: `Ok(())` or the errno (a `libc::E*` value). The kernel applies the
+/// devices cgroup here (EPERM) without opening the device (access(2)). A path with a NUL byte gives
+/// `EINVAL`.
 pub fn access_rw(path: &str) -> Result<(), i32> {
-    extern "C" {
-        fn access(path: *const c_char, mode: c_int) -> c_int;
-    }
-    const R_OK: c_int = 4;
-    const W_OK: c_int = 2;
-    let c = CString::new(path).map_err(|_| 22)?;
+    let c = CString::new(path).map_err(|_| libc::EINVAL)?;
     // SAFETY: `c` is a valid NUL-terminated string for the duration of the call; access(2) only reads it.
-    let rc = unsafe { access(c.as_ptr(), R_OK | W_OK) };
+    let rc = unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK) };
     if rc == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     }
+}
+
+/// The effective uid of this process (geteuid(2)).
+pub fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// String SPANK items launchguard reads.

@@ -56,9 +56,6 @@ pub fn nvidia_files() -> Vec<String> {
     n.into_iter().map(|i| format!("/dev/nvidia{i}")).collect()
 }
 
-/// `O_NONBLOCK` on Linux (asm-generic/fcntl.h).
-const O_NONBLOCK: i32 = 0o4000;
-
 /// A regular file's text (lossily decoded), if it is one and at most `max` bytes are read. Never
 /// blocks on a FIFO or device: it is checked before opening, and opened with `O_NONBLOCK` in case the
 /// path was swapped in between.
@@ -69,7 +66,7 @@ pub fn read_small(path: &Path, max: u64) -> Option<String> {
     }
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .ok()?;
     if !f.metadata().ok()?.is_file() {
