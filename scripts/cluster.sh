@@ -15,6 +15,10 @@
 #   trixie  Slurm 24.11 from Debian 13 in a debootstrap chroot at /srv/lg-trixie (created on first `up`,
 #           reused after), ports 7817/7818, its own munged and key; proctrack/linuxproc and task/none
 #           (the fake GPUs are listed in gres.conf but not constrained).
+#   arm64   Slurm 22.05 of Debian 12 for arm64 (aarch64, as on Grace nodes) in a debootstrap chroot at
+#           /srv/lg-arm64, run by qemu-user through binfmt_misc (qemu-user-static; created on first
+#           `up`, reused after), ports 8917/8918, cluster lgarm64, otherwise like trixie. The plugin
+#           is cross-built for aarch64-unknown-linux-gnu (gcc-aarch64-linux-gnu links it).
 #
 # cgroup v1 with ConstrainDevices=yes and two harmless
 # fake GPU device nodes (/dev/fakegpu0-1, major 195, no driver) listed in gres.conf as Gres=gpu:2, a fake
@@ -28,8 +32,12 @@ TARGET=${LG_CLUSTER:-host}
 case "$TARGET" in
   host)   R="";              CLUSTER=lgtest;     PORTS="";                               BUILD_DIR=$ROOT/target ;;
   trixie) R=/srv/lg-trixie;  CLUSTER=lgtest2411; PORTS=$'SlurmctldPort=7817\nSlurmdPort=7818'; BUILD_DIR=$ROOT/target/slurm-24.11 ;;
-  *) echo "cluster: LG_CLUSTER must be host or trixie, not '$TARGET'" >&2; exit 2 ;;
+  arm64)  R=/srv/lg-arm64;   CLUSTER=lgarm64;    PORTS=$'SlurmctldPort=8917\nSlurmdPort=8918'; BUILD_DIR=$ROOT/target ;;
+  *) echo "cluster: LG_CLUSTER must be host, trixie or arm64, not '$TARGET'" >&2; exit 2 ;;
 esac
+# The chroot's Debian release and architecture, and the Rust target the plugin is built for.
+SUITE=trixie; ARCH=""; RUST_TARGET=""
+[ "$TARGET" != arm64 ] || { SUITE=bookworm; ARCH=arm64; RUST_TARGET=aarch64-unknown-linux-gnu; }
 CONF_DIR=/etc/slurm
 MARK="# written by launchguard scripts/cluster.sh"
 PLUGIN_DIR=/usr/local/lib/launchguard
@@ -61,15 +69,41 @@ install_packages() {
   fi
 }
 
-# The trixie chroot: debootstrap it once, mount /proc, /sys and /dev, install Slurm 24.11 inside.
+apt_install() { apt_get update && apt_get install "$@"; }
+
+# arm64: qemu-user registered with binfmt_misc (with the F flag, so binaries in the chroot run without
+# a qemu inside it), the cross linker and libc headers, and the Rust target.
+cross_tools() {
+  [ -n "$ARCH" ] || return 0
+  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  local need=()
+  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || need+=(qemu-user-static binfmt-support)
+  command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+  [ -f /usr/aarch64-linux-gnu/include/stdio.h ] || need+=(libc6-dev-arm64-cross)
+  if [ ${#need[@]} -gt 0 ]; then log "installing ${need[*]} (apt-get)"; apt_install "${need[@]}"; fi
+  [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64 ||
+    die "qemu-aarch64 is not registered in /proc/sys/fs/binfmt_misc"
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$RUST_TARGET"; then
+    log "rustup target add $RUST_TARGET"
+    rustup target add "$RUST_TARGET" >&2
+  fi
+}
+
+# The chroot (trixie: Slurm 24.11; arm64: Debian 12's Slurm 22.05 for arm64): debootstrap it once,
+# mount /proc, /sys and /dev, install Slurm inside.
 make_chroot() {
   [ -n "$R" ] || return 0
   if [ ! -x "$R/usr/bin/apt-get" ]; then
     command -v debootstrap >/dev/null || { apt_get update; apt_get install debootstrap; }
     local mirror
     mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    log "debootstrap trixie into $R (${mirror:-http://deb.debian.org/debian})"
-    debootstrap --variant=minbase trixie "$R" "${mirror:-http://deb.debian.org/debian}" >/dev/null
+    log "debootstrap $SUITE${ARCH:+ ($ARCH)} into $R (${mirror:-http://deb.debian.org/debian}; minutes under emulation)"
+    if [ -n "$ARCH" ]; then
+      debootstrap --arch="$ARCH" --variant=minbase --include=slurmd,slurmctld,slurm-client,munge,libslurm-dev \
+        "$SUITE" "$R" "${mirror:-http://deb.debian.org/debian}" >/dev/null
+    else
+      debootstrap --variant=minbase "$SUITE" "$R" "${mirror:-http://deb.debian.org/debian}" >/dev/null
+    fi
   fi
   mountpoint -q "$R/proc" || mount -t proc proc "$R/proc"
   mountpoint -q "$R/sys" || mount --rbind /sys "$R/sys"
@@ -189,8 +223,9 @@ CONF
 }
 
 wait_idle() {
-  local i
-  for i in $(seq 100); do
+  local i tries=100
+  [ -z "$ARCH" ] || tries=600 # emulated slurmd registers in seconds, not tenths
+  for i in $(seq "$tries"); do
     if on sinfo -h -n "$NODE" -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then return 0; fi
     if on sinfo -h -n "$NODE" -o '%T' 2>/dev/null | grep -qE 'drain|down'; then
       on scontrol update nodename="$NODE" state=resume 2>/dev/null || true
@@ -237,14 +272,15 @@ add_user() {
 
 # build-plugin: spank_launchguard.so against this cluster's Slurm headers, in its own target dir.
 build_plugin() {
-  log "building spank_launchguard.so against $R/usr/include/slurm (into $BUILD_DIR)"
-  (cd "$ROOT" && SLURM_INCLUDE_DIR="$R/usr/include" CARGO_TARGET_DIR="$BUILD_DIR" cargo build --release --quiet -p spank-launchguard)
+  log "building spank_launchguard.so${RUST_TARGET:+ for $RUST_TARGET} against $R/usr/include/slurm (into $BUILD_DIR)"
+  (cd "$ROOT" && SLURM_INCLUDE_DIR="$R/usr/include" CARGO_TARGET_DIR="$BUILD_DIR" \
+    cargo build --release --quiet -p spank-launchguard ${RUST_TARGET:+--target "$RUST_TARGET"})
 }
 
 # install-plugin [plugstack args…]: copies target/release/libspank_launchguard.so into $PLUGIN_DIR
 # atomically (a running srun never sees a half-written file) and writes the plugstack drop-in.
 install_plugin() {
-  local so=${LG_PLUGIN_SO:-$BUILD_DIR/release/libspank_launchguard.so}
+  local so=${LG_PLUGIN_SO:-$BUILD_DIR/${RUST_TARGET:+$RUST_TARGET/}release/libspank_launchguard.so}
   [ -f "$so" ] || die "$so not built: run 'LG_CLUSTER=$TARGET scripts/cluster.sh build-plugin' first"
   mkdir -p "$R$PLUGIN_DIR"
   cp "$so" "$R$PLUGIN_SO.tmp" && chmod 755 "$R$PLUGIN_SO.tmp" && mv -f "$R$PLUGIN_SO.tmp" "$R$PLUGIN_SO"
@@ -286,6 +322,7 @@ agent_up() {
 case "${1:-}" in
   up)
     [ -z "$R" ] && install_packages
+    cross_tools
     make_chroot
     start_munge
     make_devices
@@ -337,5 +374,5 @@ case "${1:-}" in
     stop_pidfile "$AGENT_PID"
     ;;
   *)
-    echo "usage: [LG_CLUSTER=host|trixie] $0 up|down|status|build-plugin|install-plugin [args…]|remove-plugin|install-bin|agent-up|agent-down" >&2; exit 2 ;;
+    echo "usage: [LG_CLUSTER=host|trixie|arm64] $0 up|down|status|build-plugin|install-plugin [args…]|remove-plugin|install-bin|agent-up|agent-down" >&2; exit 2 ;;
 esac

@@ -26,17 +26,22 @@ pub enum CheckKind {
     Devices,
     /// `launch.nccl_env`: NCCL/libfabric variables wrong for the node's fabric. Seeds 000, 002, 004.
     NcclEnv,
+    /// `launch.imex_channel`: a GPU step that uses multi-node NVLink (GB200/GB300) on a node whose
+    /// driver offers IMEX channels, but sees no usable `/dev/nvidia-caps-imex-channels/channelN`.
+    /// NVIDIA's IMEX guide, "IMEX Channels".
+    ImexChannel,
 }
 
 impl CheckKind {
     /// Every check, in the order they are documented.
-    pub const ALL: [CheckKind; 6] = [
+    pub const ALL: [CheckKind; 7] = [
         CheckKind::CpusPerTask,
         CheckKind::ExportAll,
         CheckKind::ExportSplit,
         CheckKind::EnrootRuntime,
         CheckKind::Devices,
         CheckKind::NcclEnv,
+        CheckKind::ImexChannel,
     ];
 
     /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
@@ -48,6 +53,7 @@ impl CheckKind {
             CheckKind::EnrootRuntime => "enroot_runtime",
             CheckKind::Devices => "devices",
             CheckKind::NcclEnv => "nccl_env",
+            CheckKind::ImexChannel => "imex_channel",
         }
     }
 
@@ -60,6 +66,7 @@ impl CheckKind {
             CheckKind::EnrootRuntime => "launch.enroot_runtime",
             CheckKind::Devices => "launch.devices",
             CheckKind::NcclEnv => "launch.nccl_env",
+            CheckKind::ImexChannel => "launch.imex_channel",
         }
     }
 
@@ -78,6 +85,9 @@ impl CheckKind {
                 "allocated GPUs, RDMA verbs devices or admin-listed devices hidden in the step"
             }
             CheckKind::NcclEnv => "NCCL/libfabric variables wrong for the node's fabric (EFA/IB)",
+            CheckKind::ImexChannel => {
+                "multi-node NVLink step without a usable IMEX channel (/dev/nvidia-caps-imex-channels)"
+            }
         }
     }
 

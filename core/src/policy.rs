@@ -248,6 +248,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "enroot_runtime",
     "devices",
     "nccl_env",
+    "imex_channel",
     "gpu_steps_only",
     "min_cpus_per_task",
     "enroot_repair",

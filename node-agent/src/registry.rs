@@ -145,6 +145,13 @@ fn devices(ctx: &Ctx) -> FamilyResult {
     }
 }
 
+fn imex(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::imex::judge(&gather::imex::gather(ctx)),
+        facts: vec![],
+    }
+}
+
 /// Slurm's version from the installed `slurmd`, read once per binary (cached by its mtime).
 fn slurm_version() -> String {
     use std::os::unix::fs::MetadataExt;
@@ -209,6 +216,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "devices",
         run: devices,
+    },
+    Family {
+        name: "imex",
+        run: imex,
     },
 ];
 

@@ -446,6 +446,7 @@ fn list_checks_names_every_family_and_marks_disabled_ones() {
         "plugstack",
         "nccl_env",
         "devices",
+        "imex",
     ] {
         assert!(o.stdout.contains(&format!("node.{fam}.")), "{fam}");
     }

@@ -9,10 +9,6 @@ use launchguard_core::protocol::{Report, ReportFinding, VERSION};
 use launchguard_core::{Finding, Policy};
 use socket2::{Domain, SockAddr, Socket, Type};
 
-/// `MSG_NOSIGNAL` (from the `libc` crate): a closed peer gives EPIPE instead of killing srun with
-/// SIGPIPE.
-const MSG_NOSIGNAL: i32 = libc::MSG_NOSIGNAL;
-
 /// Connects without blocking. The socket is close-on-exec (socket2's default), so the task's
 /// program never inherits it.
 pub fn connect(path: &str) -> std::io::Result<Socket> {
@@ -24,7 +20,8 @@ pub fn connect(path: &str) -> std::io::Result<Socket> {
 
 /// Sends one whole line on a connected socket without blocking.
 pub fn send_on(s: &Socket, line: &str) -> std::io::Result<()> {
-    let n = s.send_with_flags(line.as_bytes(), MSG_NOSIGNAL)?;
+    // `MSG_NOSIGNAL` (send(2)): a closed peer gives EPIPE instead of killing srun with SIGPIPE.
+    let n = s.send_with_flags(line.as_bytes(), libc::MSG_NOSIGNAL)?;
     if n != line.len() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::WouldBlock,
@@ -46,12 +43,9 @@ pub fn node_name() -> String {
         .unwrap_or_default()
 }
 
-/// The effective uid of this process (the owner of `/proc/self`), without `unsafe`.
+/// The effective uid of this process (geteuid(2), through [`crate::ffi::euid`]).
 pub fn euid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(u32::MAX)
+    crate::ffi::euid()
 }
 
 /// What a verdict did.

@@ -71,8 +71,9 @@ pub enum NumItem {
     TaskLocalId,
 }
 
-/// `access(path, R_OK | W_OK)`: `Ok(())` or the errno. The kernel applies the devices cgroup here
-/// (EPERM) without opening the device (docs/spank.md, "Devices").
+/// `access(path, R_OK | W_OK)`: `Ok(())` or the errno (a `libc::E*` value). The kernel applies the
+/// devices cgroup here (EPERM) without opening the device (access(2)). A path with a NUL byte gives
+/// `EINVAL`.
 pub fn access_rw(path: &str) -> Result<(), i32> {
     let c = CString::new(path).map_err(|_| libc::EINVAL)?;
     // SAFETY: `c` is a valid NUL-terminated string for the duration of the call; access(2) only reads it.
@@ -127,6 +128,12 @@ fn component(name: &str) -> std::io::Result<CString> {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
     CString::new(name).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// The effective uid of this process (geteuid(2)).
+pub fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// String SPANK items launchguard reads.

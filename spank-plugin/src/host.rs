@@ -39,6 +39,34 @@ pub struct HostFacts {
     pub interfaces: Vec<String>,
     /// Built-in NCCL rules plus the admin's.
     pub nccl_rules: Vec<Rule>,
+    /// Major number of `nvidia-caps-imex-channels` in `/proc/devices` (the driver offers IMEX
+    /// channels: a multi-node NVLink node); read only for GPU steps.
+    pub imex_major: Option<u32>,
+    /// The host's IMEX channel files (`channelN` in `/dev/nvidia-caps-imex-channels`), when
+    /// [`HostFacts::imex_major`] is known.
+    pub imex_channels: Vec<String>,
+}
+
+/// The IMEX facts of the host: the major of `nvidia-caps-imex-channels` in `<proc>/devices` and the
+/// channel files in `<dev>/nvidia-caps-imex-channels` (at most 64, sorted). NVIDIA IMEX guide,
+/// "IMEX Channels".
+pub fn imex(proc: &Path, dev: &Path) -> (Option<u32>, Vec<String>) {
+    let major = read_small(&proc.join("devices"), 64 << 10)
+        .and_then(|t| launchguard_core::node::imex::major_of(&t, "nvidia-caps-imex-channels"));
+    if major.is_none() {
+        return (None, vec![]);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dev.join("nvidia-caps-imex-channels"))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .take(64)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("channel"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    (major, names)
 }
 
 /// RDMA NICs under `<sys>/class/infiniband`: each one's driver (`device/driver` link) and verbs
@@ -140,7 +168,14 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
         // slurm_info from slurmstepd reaches slurmd's log only, not the user's terminal.
         ffi::log_info(&format!("launchguard: NCCL rules file: {p} ({label})"));
     }
+    let (imex_major, imex_channels) = if step_has_gpus {
+        imex(Path::new("/proc"), Path::new("/dev"))
+    } else {
+        (None, vec![])
+    };
     HostFacts {
+        imex_major,
+        imex_channels,
         gpu_files,
         gres_files: g.all_files,
         mig: g.multiple_files || Path::new("/dev/nvidia-caps").exists(),
@@ -225,5 +260,33 @@ mod tests {
         for d in [efa, ib, none] {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+
+    #[test]
+    fn imex_facts_come_from_proc_devices_and_the_channel_directory() {
+        let root = std::env::temp_dir().join(format!("lg-imex-host-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (proc, dev) = (root.join("proc"), root.join("dev"));
+        std::fs::create_dir_all(dev.join("nvidia-caps-imex-channels")).unwrap();
+        std::fs::create_dir_all(&proc).unwrap();
+        // A node whose driver offers no IMEX channels: nothing else is read.
+        std::fs::write(proc.join("devices"), "Character devices:\n195 nvidia\n").unwrap();
+        assert_eq!(imex(&proc, &dev), (None, vec![]));
+        // A GB300 node: major 509, channel0 and channel1 (plain files stand in for the devices).
+        std::fs::write(
+            proc.join("devices"),
+            "Character devices:\n195 nvidia\n509 nvidia-caps-imex-channels\n",
+        )
+        .unwrap();
+        for c in ["channel1", "channel0", "README"] {
+            std::fs::write(dev.join("nvidia-caps-imex-channels").join(c), "").unwrap();
+        }
+        assert_eq!(
+            imex(&proc, &dev),
+            (Some(509), vec!["channel0".into(), "channel1".into()])
+        );
+        std::fs::remove_dir_all(dev.join("nvidia-caps-imex-channels")).unwrap();
+        assert_eq!(imex(&proc, &dev), (Some(509), vec![]));
+        let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -28,6 +28,7 @@ use launchguard_core::checks::cpus_per_task::{self, StepCpus};
 use launchguard_core::checks::devices::{self, Access, Probe, Role, StepDevices};
 use launchguard_core::checks::export::{self, StepEnv};
 use launchguard_core::checks::gpus::step_gpu_count;
+use launchguard_core::checks::imex::{self, StepImex};
 use launchguard_core::checks::marker::{self, SrunMarker};
 use launchguard_core::checks::nccl_env::{self, Fabric};
 use launchguard_core::checks::{judge, NodeFacts, Verdict};
@@ -212,7 +213,8 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
         );
     }
     let needs_host = policy.mode_for(CheckKind::Devices) != Mode::Off
-        || policy.mode_for(CheckKind::NcclEnv) != Mode::Off;
+        || policy.mode_for(CheckKind::NcclEnv) != Mode::Off
+        || policy.mode_for(CheckKind::ImexChannel) != Mode::Off;
     let step_has_gpus = sp
         .getenv("SLURM_STEP_GPUS")
         .is_some_and(|l| launchguard_core::checks::gpus::count_list(&l) > 0);
@@ -513,6 +515,9 @@ pub fn task_init(sp: &Spank) -> bool {
             }
             ok &= speak(sp, st, found, true, &mut seen);
         }
+        if st.policy.mode_for(CheckKind::ImexChannel) != Mode::Off && h.imex_major.is_some() {
+            ok &= speak(sp, st, imex::check(&step_imex(sp, st, h)), true, &mut seen);
+        }
     }
     ok &= speak(sp, st, findings, false, &mut seen);
     if !seen.is_empty() && sp.get_number(NumItem::TaskLocalId) == Some(0) {
@@ -588,9 +593,9 @@ fn probe(path: &str) -> Access {
     }
     match ffi::access_rw(path) {
         Ok(()) => Access::Ok,
-        Err(1) => Access::Denied,        // EPERM: the devices cgroup
-        Err(13) => Access::NoPermission, // EACCES: file mode
-        Err(2) => Access::Missing,
+        Err(libc::EPERM) => Access::Denied, // the devices cgroup
+        Err(libc::EACCES) => Access::NoPermission, // file mode
+        Err(libc::ENOENT) => Access::Missing,
         Err(e) => Access::Other(e),
     }
 }
@@ -659,6 +664,46 @@ fn step_devices(sp: &Spank, st: &StepState, h: &HostFacts) -> StepDevices {
         gpus,
         fabric,
         others,
+        in_container: st.marker.as_ref().is_some_and(|m| m.container)
+            || (before.is_some() && mnt_ns() != before),
+    }
+}
+
+/// What the task sees of IMEX (multi-node NVLink): the channel files in its own `/dev` (inside the
+/// container when launchguard runs after Pyxis), probed with `access(2)`, and the variables that
+/// decide whether the step uses MNNVL.
+fn step_imex(sp: &Spank, st: &StepState, h: &HostFacts) -> StepImex {
+    let mut paths: Vec<String> = std::fs::read_dir(imex::CHANNEL_DIR)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .take(64)
+                .map(|e| format!("{}/{}", imex::CHANNEL_DIR, e.file_name().to_string_lossy()))
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort();
+    let visible = paths
+        .into_iter()
+        .map(|p| {
+            let a = probe(&p);
+            (p, a)
+        })
+        .collect();
+    let count = |v: Option<String>| v.and_then(|v| launchguard_core::checks::env::parse_count(&v));
+    let before = TIP_MNT_NS.get().cloned().flatten();
+    StepImex {
+        node: host::hostname(),
+        major: h.imex_major,
+        host_channels: h.imex_channels.clone(),
+        visible,
+        gpus: launchguard_core::checks::gpus::count_list(
+            &sp.getenv("SLURM_STEP_GPUS").unwrap_or_default(),
+        ),
+        nnodes: count(sp.getenv("SLURM_STEP_NUM_NODES"))
+            .or_else(|| count(sp.getenv("SLURM_NNODES")))
+            .unwrap_or(1),
+        mnnvl_enable: sp.getenv("NCCL_MNNVL_ENABLE"),
+        imex_channels_env: sp.getenv("NVIDIA_IMEX_CHANNELS"),
         in_container: st.marker.as_ref().is_some_and(|m| m.container)
             || (before.is_some() && mnt_ns() != before),
     }

@@ -3,8 +3,11 @@
 //! `srun`/`sbatch` as root and as the non-root user `lgtest`.
 //!
 //! `LG_CLUSTER` picks the cluster, as for `scripts/cluster.sh`: `host` (default; the machine's Slurm,
-//! 22.05 on Debian 12, cgroup v1 device constraints) or `trixie` (Slurm 24.11 in the chroot at
-//! `/srv/lg-trixie`, where every command runs through `chroot`). Paths below are as seen inside the
+//! 22.05 on Debian 12, cgroup v1 device constraints), `trixie` (Slurm 24.11 in the chroot at
+//! `/srv/lg-trixie`, where every command runs through `chroot`) or `arm64` (Debian 12's Slurm 22.05
+//! for aarch64 in the chroot at `/srv/lg-arm64`, run by qemu-user; the plugin is the aarch64 build).
+//! `LG_PLUGIN_SO` names another plugin file to install (scripts/test.sh points it at the one the
+//! arm64 .deb installed). Paths below are as seen inside the
 //! cluster; [`host_path`] maps them to this machine's filesystem.
 //!
 //! Tests that change the plugstack line take [`lock`] first, so they run one at a time even when the
@@ -34,13 +37,20 @@ pub const LOGIN_CONF: &str = "/tmp/lg-login/slurm.conf";
 /// Scratch directory for job scripts and outputs (mode 1777).
 pub const SCRATCH: &str = "/tmp/lg-tests";
 
-/// The cluster's root filesystem on this machine: `""` for host, `/srv/lg-trixie` for trixie.
+/// The cluster's root filesystem on this machine: `""` for host, `/srv/lg-trixie` for trixie,
+/// `/srv/lg-arm64` for arm64.
 pub fn rootfs() -> &'static str {
     match std::env::var("LG_CLUSTER").as_deref() {
         Ok("trixie") => "/srv/lg-trixie",
+        Ok("arm64") => "/srv/lg-arm64",
         Ok("host") | Err(_) => "",
-        Ok(other) => panic!("LG_CLUSTER must be host or trixie, not {other:?}"),
+        Ok(other) => panic!("LG_CLUSTER must be host, trixie or arm64, not {other:?}"),
     }
+}
+
+/// True on the arm64 cluster, whose binaries run under qemu-user.
+pub fn emulated() -> bool {
+    std::env::var("LG_CLUSTER").as_deref() == Ok("arm64")
 }
 
 /// A path inside the cluster, as a path on this machine.
@@ -48,12 +58,16 @@ pub fn host_path(p: &str) -> String {
     format!("{}{p}", rootfs())
 }
 
-/// The plugin built for this cluster's Slurm release (see `scripts/cluster.sh build-plugin`).
+/// The plugin built for this cluster's Slurm release and architecture (see `scripts/cluster.sh
+/// build-plugin`), or the file `LG_PLUGIN_SO` names.
 pub fn built_plugin() -> PathBuf {
-    let dir = if rootfs().is_empty() {
-        "target/release"
-    } else {
-        "target/slurm-24.11/release"
+    if let Some(so) = std::env::var_os("LG_PLUGIN_SO") {
+        return PathBuf::from(so);
+    }
+    let dir = match std::env::var("LG_CLUSTER").as_deref() {
+        Ok("trixie") => "target/slurm-24.11/release",
+        Ok("arm64") => "target/aarch64-unknown-linux-gnu/release",
+        _ => "target/release",
     };
     repo_root().join(dir).join("libspank_launchguard.so")
 }
@@ -109,8 +123,14 @@ fn setup() {
     ));
     assert!(out.status.success(), "setup failed: {out:?}");
     let src = repo_root().join("tests/spank-hide/lgtest_hide.c");
+    // The cluster's architecture: the arm64 chroot's slurmstepd loads only an aarch64 .so.
+    let cc = if emulated() {
+        "aarch64-linux-gnu-gcc"
+    } else {
+        "gcc"
+    };
     let out = sh(&format!(
-        "gcc -shared -fPIC -O2 -Wall -I$R/usr/include -o $R{HIDER_PATH}.tmp {} && mv -f $R{HIDER_PATH}.tmp $R{HIDER_PATH}",
+        "{cc} -shared -fPIC -O2 -Wall -I$R/usr/include -o $R{HIDER_PATH}.tmp {} && mv -f $R{HIDER_PATH}.tmp $R{HIDER_PATH}",
         src.display()
     ));
     assert!(

@@ -926,4 +926,66 @@ mod tests {
             Some(MinSource::Admin(12))
         );
     }
+
+    /// A Grace Blackwell (GB300) node as seed 004 runs NCCL tests on it: 4 GPUs, 4 tasks per node,
+    /// 24 CPUs per task (96 CPUs / 4 GPUs; the Grace CPUs are aarch64, nothing here depends on it).
+    #[test]
+    fn grace_blackwell_nodes_are_advised_24_cpus_per_task() {
+        let gb300 = || NodeFacts {
+            cpus: Some(96),
+            gpus: Some(4),
+        };
+        let argv = |extra: &[&str]| -> Vec<String> {
+            [
+                "srun",
+                "-N",
+                "18",
+                "--ntasks-per-node=4",
+                "--gpus-per-node=4",
+            ]
+            .iter()
+            .chain(extra)
+            .chain(["all_reduce_perf"].iter())
+            .map(|s| s.to_string())
+            .collect()
+        };
+        let (f, _) = check_srun(
+            R2205,
+            &parse(Tool::Srun, &argv(&[])),
+            &[][..],
+            gb300,
+            &Policy::default(),
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].fix.contains("--cpus-per-task=24"), "{}", f[0].fix);
+        assert!(f[0].to_string().contains("96 CPUs / 4 GPUs"), "{}", f[0]);
+        let (f, _) = check_srun(
+            R2205,
+            &parse(Tool::Srun, &argv(&["--cpus-per-task=24"])),
+            &[][..],
+            gb300,
+            &Policy::default(),
+        );
+        assert!(f.is_empty(), "{f:?}");
+        let (f, _) = check_srun(
+            R2205,
+            &parse(Tool::Srun, &argv(&["-c", "12"])),
+            &[][..],
+            gb300,
+            &Policy::default(),
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].to_string().contains("24"), "{}", f[0]);
+        // In slurmstepd: a task driving 1 of the node's 4 GPUs with 1 CPU.
+        let step = StepCpus {
+            cpus_per_task: Some(1),
+            gpus: 4,
+            job_cpus_per_task: None,
+            overcommit: false,
+            exempt: false,
+        };
+        let f = check_step(R2205, &step, None, gb300, &Policy::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].fix.contains("24"), "{}", f[0].fix);
+    }
 }

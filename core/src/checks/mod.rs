@@ -14,6 +14,7 @@ pub mod enroot;
 pub mod env;
 pub mod export;
 pub mod gpus;
+pub mod imex;
 pub mod marker;
 pub mod nccl_env;
 

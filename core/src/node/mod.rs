@@ -7,6 +7,7 @@
 pub mod devices;
 pub mod enroot;
 pub mod hostname;
+pub mod imex;
 pub mod munge;
 pub mod nccl_env;
 pub mod plugstack;
@@ -176,6 +177,7 @@ pub fn all_checks() -> Vec<CheckInfo> {
         ("plugstack", plugstack::CHECKS),
         ("nccl_env", nccl_env::CHECKS),
         ("devices", devices::CHECKS),
+        ("imex", imex::CHECKS),
     ] {
         for (id, describe) in list {
             v.push(CheckInfo {

@@ -1,6 +1,6 @@
 //! `node.pmix.*`: the PMIx MPI plugin (Slurm's MPI guide, mpi.conf(5): multi-node PyTorch/NCCL jobs
 //! launched with `srun --mpi=pmix`). Slurm's `mpi_pmix*.so` loads `libpmix.so` at run time from the directory it was
-//! built with (Debian: `/usr/lib/x86_64-linux-gnu/pmix2/lib`), so `srun --mpi=list` offers pmix even
+//! built with (Debian: `/usr/lib/x86_64-linux-gnu/pmix2/lib`, on arm64 `/usr/lib/aarch64-linux-gnu/pmix2/lib`), so `srun --mpi=list` offers pmix even
 //! when the library is missing, and every `srun --mpi=pmix` then fails with `pmi/pmix: can not load
 //! PMIx library`.
 

@@ -6,6 +6,7 @@
 pub mod devices;
 pub mod enroot;
 pub mod hostname;
+pub mod imex;
 pub mod munge;
 pub mod nccl_env;
 pub mod plugstack;

@@ -9,24 +9,36 @@ use launchguard_core::slurm_conf::SlurmConf;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// Debian's multiarch directory of the architecture this binary was built for (`x86_64-linux-gnu` or
+/// `aarch64-linux-gnu`, as on Grace nodes).
+#[cfg(target_arch = "aarch64")]
+const MULTIARCH: &str = "/usr/lib/aarch64-linux-gnu";
+#[cfg(not(target_arch = "aarch64"))]
+const MULTIARCH: &str = "/usr/lib/x86_64-linux-gnu";
+
 /// Where distributions put Slurm's plugins, tried in order when neither the config nor slurm.conf
-/// says.
+/// says: Debian's multiarch `slurm-wlm` of this architecture first.
+#[cfg(target_arch = "aarch64")]
 pub const PLUGIN_DIRS: &[&str] = &[
-    "/usr/lib/x86_64-linux-gnu/slurm-wlm",
     "/usr/lib/aarch64-linux-gnu/slurm-wlm",
     "/usr/lib64/slurm",
     "/usr/lib/slurm",
     "/usr/local/lib/slurm",
+    "/usr/lib/x86_64-linux-gnu/slurm-wlm",
+];
+/// Where distributions put Slurm's plugins, tried in order when neither the config nor slurm.conf
+/// says: Debian's multiarch `slurm-wlm` of this architecture first.
+#[cfg(not(target_arch = "aarch64"))]
+pub const PLUGIN_DIRS: &[&str] = &[
+    "/usr/lib/x86_64-linux-gnu/slurm-wlm",
+    "/usr/lib64/slurm",
+    "/usr/lib/slurm",
+    "/usr/local/lib/slurm",
+    "/usr/lib/aarch64-linux-gnu/slurm-wlm",
 ];
 
 /// Directories the dynamic loader searches for an unversioned `libpmix.so` besides ld.so.cache.
-const LIB_DIRS: &[&str] = &[
-    "/lib",
-    "/usr/lib",
-    "/lib64",
-    "/usr/lib64",
-    "/usr/lib/x86_64-linux-gnu",
-];
+const LIB_DIRS: &[&str] = &["/lib", "/usr/lib", "/lib64", "/usr/lib64", MULTIARCH];
 
 /// Slurm's plugin directories: the config's, slurm.conf's `PluginDir` (colon-separated), or the first
 /// distribution directory that exists.

@@ -1,0 +1,129 @@
+//! Facts for `node.imex.*` (multi-node NVLink on GB200/GB300 racks): the major number of
+//! `nvidia-caps-imex-channels` in `/proc/devices`, the files of `/dev/nvidia-caps-imex-channels/`,
+//! running `nvidia-imex` processes (`/proc/<pid>/comm`), and `/etc/nvidia-imex/config.cfg` with the
+//! node list it names. What each means: `launchguard_core::node::imex`.
+//!
+//! [`gather_at`] takes the `/proc`, `/dev` and `/etc` roots, so tests run it on fixture trees; the
+//! agent calls [`gather`], which uses the real ones.
+
+use super::Ctx;
+use launchguard_core::node::imex::{
+    count_nodes, major_of, nodes_file_of, Channel, ImexFacts, NodesFile, CHANNEL_DIR, CONFIG_FILE,
+};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// Where the gatherer looks: the roots of `/proc`, `/dev` and `/etc` (`/proc`, `/dev`, `/etc` on a
+/// node; a fixture tree's directories in tests).
+#[derive(Debug, Clone)]
+pub struct Roots {
+    /// Stands for `/proc`.
+    pub proc: PathBuf,
+    /// Stands for `/dev`.
+    pub dev: PathBuf,
+    /// Stands for `/etc`.
+    pub etc: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Roots {
+        Roots {
+            proc: "/proc".into(),
+            dev: "/dev".into(),
+            etc: "/etc".into(),
+        }
+    }
+}
+
+impl Roots {
+    /// An absolute path under `/dev` or `/etc`, moved under the matching root.
+    fn map(&self, abs: &str) -> PathBuf {
+        for (prefix, root) in [("/dev/", &self.dev), ("/etc/", &self.etc)] {
+            if let Some(rest) = abs.strip_prefix(prefix) {
+                return root.join(rest);
+            }
+        }
+        PathBuf::from(abs)
+    }
+}
+
+/// Gathers the IMEX family's facts from this node.
+pub fn gather(_ctx: &Ctx) -> ImexFacts {
+    gather_at(&Roots::default())
+}
+
+/// The Linux device number's major and minor (glibc's `gnu_dev_major`/`gnu_dev_minor` encoding).
+fn split_dev(rdev: u64) -> (u32, u32) {
+    let major = ((rdev >> 32) & 0xffff_f000) | ((rdev >> 8) & 0x0000_0fff);
+    let minor = ((rdev >> 12) & 0xffff_ff00) | (rdev & 0x0000_00ff);
+    (major as u32, minor as u32)
+}
+
+/// Gathers the IMEX family's facts under `roots`.
+pub fn gather_at(roots: &Roots) -> ImexFacts {
+    let devices = super::util::read_text(&roots.proc.join("devices")).unwrap_or_default();
+    let major = major_of(&devices, "nvidia-caps-imex-channels");
+    let mut channels: Vec<Channel> = std::fs::read_dir(roots.map(CHANNEL_DIR))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    let dev = std::fs::symlink_metadata(e.path())
+                        .ok()
+                        .filter(|m| m.file_type().is_char_device())
+                        .map(|m| split_dev(m.rdev()));
+                    Channel {
+                        name: e.file_name().to_string_lossy().into_owned(),
+                        dev,
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    channels.sort_by(|a, b| a.name.cmp(&b.name));
+    let config = roots.map(CONFIG_FILE);
+    let config_text = super::util::read_optional(&config).ok().flatten();
+    let nodes = config_text.as_deref().map(|text| {
+        let path = nodes_file_of(text);
+        let nodes = super::util::read_text(&roots.map(&path))
+            .map(|t| count_nodes(&t))
+            .map_err(|e| e.to_string());
+        NodesFile { path, nodes }
+    });
+    ImexFacts {
+        major,
+        channels,
+        daemons: daemons(&roots.proc),
+        config_present: config_text.is_some() || config.exists(),
+        nodes,
+    }
+}
+
+/// PIDs whose `comm` is `nvidia-imex` (the daemon; `nvidia-imex-ctl` is a different name).
+fn daemons(proc: &Path) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(proc) else {
+        return vec![];
+    };
+    let mut v: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            super::util::read_bytes(&proc.join(pid.to_string()).join("comm"), 64)
+                .is_ok_and(|c| c.trim_ascii_end() == b"nvidia-imex")
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_numbers_split_like_glibc() {
+        assert_eq!(split_dev((234 << 8) | 5), (234, 5));
+        // Majors above 255 and minors above 255 use the high bits.
+        let rdev = ((511u64 & 0xfff) << 8) | (2047 & 0xff) | ((2047u64 & !0xff) << 12);
+        assert_eq!(split_dev(rdev), (511, 2047));
+    }
+}
