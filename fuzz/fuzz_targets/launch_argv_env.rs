@@ -40,6 +40,6 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Some(m) = SrunMarker::decode(&marker_raw) {
-        assert_eq!(SrunMarker::decode(&m.encode()).map(|x| x.cpus_per_task), Some(m.cpus_per_task));
+        assert_eq!(SrunMarker::decode(&m.encode()).map(|x| x.cpus), Some(m.cpus));
     }
 });

@@ -983,8 +983,9 @@ mod tests {
             job_cpus_per_task: None,
             overcommit: false,
             exempt: false,
+            overlap: false,
         };
-        let f = check_step(R2205, &step, None, gb300, &Policy::default());
+        let f = check_step(R2205, &step, gb300, &Policy::default());
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].fix.contains("24"), "{}", f[0].fix);
     }
