@@ -134,14 +134,16 @@ fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
     );
     resume();
 
-    // UNKNOWN (a hung check) never drains.
-    let fifo = d.join("fifo.sh");
-    cmd(&["mkfifo", fifo.to_str().unwrap()]);
+    // UNKNOWN (a hung check: a munged that never answers) never drains.
+    let hd = scratch("health-hung");
+    let sock = hd.join("munge.socket.2");
+    let _wedged =
+        std::os::unix::net::UnixListener::bind(&sock).expect("bind a socket nobody answers");
     let hung = config(
-        &scratch("health-hung"),
+        &hd,
         &format!(
-            "disabled = [\"node.munge\", \"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.devices\"]\ncheck_timeout_secs = 1\n[nccl_env]\nfiles = [\"{}\"]\n",
-            fifo.display()
+            "disabled = [\"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.devices\", \"node.nccl_env\", \"node.imex\"]\ncheck_timeout_secs = 1\n[munge]\nsocket = \"{}\"\n",
+            sock.display()
         ),
     );
     let o = lg(&["health", "--config", &hung]);

@@ -233,11 +233,11 @@ fn pmix_without_its_library_is_detected_and_srun_fails_the_same_way() {
     if !Path::new(libdir).is_dir() {
         panic!("{libdir} is missing: scripts/test.sh installs libpmix-dev (apt-get install libpmix-dev)");
     }
-    let (_, rep) = check("/dev/null", &["node.pmix"]);
-    assert_eq!(status_of(&rep, "node.pmix.offered"), "ok");
-    assert_eq!(status_of(&rep, "node.pmix.loads"), "ok", "{rep}");
     let d = scratch("pmix");
     let cfg = config(&d, "");
+    let (_, rep) = check(&cfg, &["node.pmix"]);
+    assert_eq!(status_of(&rep, "node.pmix.offered"), "ok");
+    assert_eq!(status_of(&rep, "node.pmix.loads"), "ok", "{rep}");
     let script = format!(
         "mount -t tmpfs none {libdir} && {} check --json --config {cfg} --only node.pmix; cd /tmp && srun --mpi=pmix -n1 true",
         bin()
@@ -369,27 +369,34 @@ fn a_required_plugstack_line_to_a_missing_so_is_critical() {
 
 #[test]
 fn a_hung_check_is_unknown_within_the_timeout_and_never_critical() {
-    // Reading a FIFO with no writer blocks forever, like a read on a dead NFS server (an admin-listed
-    // environment file here; paths users control are opened O_NONBLOCK and never block).
+    // A munged that accepts the connection and never answers, like a wedged daemon or a read on a dead
+    // NFS server: the family's round trip blocks past check_timeout_secs. (Files are opened
+    // O_NONBLOCK and must be regular, so a FIFO no longer hangs anything: see the end of this test.)
     let d = scratch("hung");
+    let sock = d.join("munge.socket.2");
+    let _wedged =
+        std::os::unix::net::UnixListener::bind(&sock).expect("bind a socket nobody answers");
     let fifo = d.join("env.sh");
     assert_eq!(cmd(&["mkfifo", fifo.to_str().unwrap()]).code, 0);
     let cfg = config(
         &d,
         &format!(
-            "check_timeout_secs = 1\n[nccl_env]\nfiles = [\"{}\"]\n",
-            fifo.display()
+            "check_timeout_secs = 1\n[munge]\nsocket = \"{}\"\n",
+            sock.display()
         ),
     );
     let t = std::time::Instant::now();
-    let (code, rep) = check(&cfg, &["node.nccl_env", "node.slurm_conf"]);
+    let (code, rep) = check(&cfg, &["node.munge", "node.slurm_conf"]);
     assert!(
         t.elapsed() < std::time::Duration::from_secs(5),
         "{:?}",
         t.elapsed()
     );
-    assert_eq!(status_of(&rep, "node.nccl_env.files"), "unknown", "{rep}");
-    assert!(message_of(&rep, "node.nccl_env.files").contains("did not finish within 1 s"));
+    assert_eq!(status_of(&rep, "node.munge.roundtrip"), "unknown", "{rep}");
+    assert!(
+        message_of(&rep, "node.munge.roundtrip").contains("did not finish within 1 s"),
+        "{rep}"
+    );
     assert_eq!(status_of(&rep, "node.slurm_conf.real_memory"), "ok");
     assert_eq!(code, 3);
     // A FIFO where the munge key should be hangs nothing: it is not a regular file.
