@@ -10,11 +10,11 @@ use launchguard_nccl::Parsed;
 
 const MNNVL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/gb300_18n_mnnvl_all_reduce_16g.log"
+    "/tests/fixtures/synthetic/gb300_18n_mnnvl_all_reduce_16g.log"
 );
 const NO_MNNVL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/gb300_18n_no_mnnvl_all_reduce_16g.log"
+    "/tests/fixtures/synthetic/gb300_18n_no_mnnvl_all_reduce_16g.log"
 );
 
 fn parsed(path: &str) -> Parsed {
