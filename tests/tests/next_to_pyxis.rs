@@ -385,7 +385,7 @@ fn container_behaviours_of_real_pyxis_in_both_orders() {
     }
     let pyxis = "container restrict_dev env=NCCL_NET=IB";
     // Pyxis first: the image's NCCL_NET is judged and named as the image's.
-    plugstack_with_hider(pyxis, "mode=enforce fabric=efa");
+    plugstack_with_hider(pyxis, "mode=enforce fabric=efa gpu_steps_only=no");
     let r = run(
         As::User,
         &[AS_CONTAINER],

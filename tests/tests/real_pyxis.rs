@@ -122,7 +122,7 @@ fn real_pyxis_in_both_orders() {
     }
     let _g = lock();
     for order in [Order::Before, Order::After] {
-        let _s = Stack::new(order, "mode=enforce fabric=efa");
+        let _s = Stack::new(order, "mode=enforce fabric=efa gpu_steps_only=no");
 
         // 1. /run/enroot missing: repaired as root before Pyxis needs it, in either order.
         let _ = std::fs::remove_dir_all("/run/enroot");
