@@ -18,6 +18,9 @@
 # scripts/test.sh counts. Exits 1 if any check failed.
 set -euo pipefail
 . "$(dirname "$0")/lib/apt.sh"
+# The package's /usr/bin/launchguard, not a development copy that scripts/cluster.sh install-bin (the
+# demo's state) keeps in /usr/local/bin, which comes first on PATH.
+export PATH=/usr/sbin:/usr/bin:$PATH
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 [ "$(id -u)" = 0 ] || { echo "test-package: run as root (dpkg -i, srun, /etc/slurm)" >&2; exit 2; }
