@@ -135,7 +135,7 @@ stage "1. README install"
 SHOW=3 readme_run install 'apt install \./launchguard_[^ ]*-1\+slurm'
 check "README: apt install of the .deb succeeds" [ "$(rc install)" = 0 ]
 readme_run link '^ln -s /usr/share/launchguard/plugstack.conf.d/'
-check "README: the plugstack link is made" bash -c "[ $(rc link) = 0 ] && [ -L '$NODE_ROOT/etc/slurm/plugstack.conf.d/50-launchguard.conf' ]"
+check "README: the plugstack link is made" bash -c "[ $(rc link) = 0 ] && [ -L '$NODE_ROOT/etc/slurm/plugstack.conf.d/zz-launchguard.conf' ]"
 readme_run enable '^systemctl enable --now launchguard-agent'
 check "README: systemctl enable --now: rc 0, enabled and active" \
   bash -c "[ $(rc enable) = 0 ] && [ \"\$(scripts/node.sh shell systemctl is-enabled launchguard-agent)\" = enabled ] && [ \"\$(scripts/node.sh shell systemctl is-active launchguard-agent)\" = active ]"
@@ -174,7 +174,8 @@ state_after=$(N systemctl is-active launchguard-agent)
 wait "$STATES_PID" || true
 took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
 say "systemctl restart returned after $took s, then is-active: $state_after; states polled during it: $(uniq "$WORK/states" | tr '\n' ' ')"
-jfind "$t0" MESSAGE_ID=8908bd5305544e829d54cc0e5f34b0aa >"$WORK/ready.line" || true
+# The last READY entry: --since has whole seconds, so the install's own entry can share t0's second.
+{ jfind "$t0" --all MESSAGE_ID=8908bd5305544e829d54cc0e5f34b0aa || true; } | tail -n 1 >"$WORK/ready.line"
 say "$(cat "$WORK/ready.line")"
 check "notify: systemctl restart waits for READY=1 after the first check run (>= 3 s, 'activating' meanwhile, 'active' after)" \
   bash -c "awk -v t=$took 'BEGIN { exit !(t >= 3.0) }' && grep -qx activating '$WORK/states' && [ '$state_after' = active ] && grep -q 'first check run .* in 3[0-9][0-9][0-9]' '$WORK/ready.line'"
@@ -417,7 +418,7 @@ ver=$(N dpkg-query -W -f='${Version}' launchguard)
 say "installed $ver; agent pid $pid → $newpid ($(N systemctl is-active launchguard-agent)); $(loop_summary "$WORK/upgrade.srun")"
 check "README upgrade: apt install of revision 2 while sruns run: installed, agent restarted, no srun failed" \
   bash -c "[ $(rc upgrade) = 0 ] && [[ '$ver' == *-2+slurm* ]] && [ '$pid' != '$newpid' ] && [ '$newpid' != 0 ] && awk '\$1 != 0 { exit 1 }' '$WORK/upgrade.srun' && [ -s '$WORK/upgrade.srun' ]"
-readme_run unlink '^rm /etc/slurm/plugstack.conf.d/50-launchguard.conf'
+readme_run unlink '^rm /etc/slurm/plugstack.conf.d/zz-launchguard.conf'
 SHOW=3 readme_run purge '^apt purge launchguard'
 check "README removal: the line first, then apt purge: both succeed" bash -c "[ $(rc unlink) = 0 ] && [ $(rc purge) = 0 ]"
 left=$(NB 'for f in /usr/bin/launchguard /usr/sbin/launchguard-health /lib/systemd/system/launchguard-agent.service /etc/launchguard /etc/systemd/system/multi-user.target.wants/launchguard-agent.service /run/launchguard; do [ -e $f ] && echo $f; done; systemctl is-active launchguard-agent' || true)
