@@ -215,6 +215,9 @@ start_slurmd() { # node
     # The nodes have no enroot of their own: an enroot.conf installed on this machine (scripts/pyxis.sh)
     # must not make every node look the same kind of unhealthy in the sweep tests.
     if [ -d /etc/enroot ]; then mount -t tmpfs -o size=64k,mode=755 lgmn-no-enroot /etc/enroot; fi
+    # Likewise /etc/slurm belongs to the one-node cluster (scripts/cluster.sh): these nodes read $D's
+    # slurm.conf and plugstack, and must not see that cluster's plugstack drop-ins as theirs.
+    if [ -d /etc/slurm ]; then mount -t tmpfs -o size=64k,mode=755 lgmn-no-etc-slurm /etc/slurm; fi
     exec /usr/sbin/slurmd -f '$CONF'
   "
 }
