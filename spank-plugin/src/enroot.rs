@@ -167,12 +167,16 @@ mod tests {
     use std::os::unix::fs::symlink;
     use std::path::PathBuf;
 
-    /// A private tree under the target directory (not /tmp: every ancestor must be writable only by
-    /// its owner), owned by whoever runs the tests.
+    /// A private tree whose every ancestor is writable only by its owner, owned by whoever runs the
+    /// tests: as root under /run (the checkout itself may lie under a 1777 /tmp, as CI's clone can),
+    /// otherwise under the target directory.
     fn tree(name: &str) -> (PathBuf, u32) {
-        let base = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/enroot-walk")
-            .join(name);
+        let top = if crate::ffi::euid() == 0 {
+            PathBuf::from("/run/launchguard-enroot-walk-tests")
+        } else {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/enroot-walk")
+        };
+        let base = top.join(name);
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
         let base = base.canonicalize().unwrap();
