@@ -37,7 +37,7 @@ for c in $RELEASES; do
 done
 # Real Pyxis and enroot (tests/tests/real_pyxis.rs, both plugstack orders, ~1 min) run on the host
 # cluster when scripts/pyxis.sh has installed them here (their sources cannot be fetched in CI);
-# otherwise that test prints one "skipped: real Pyxis not installed" line.
+# otherwise that test prints one "skipped: real Pyxis runs only on the host cluster …" line.
 if [ -z "${LG_PYXIS:-}" ]; then
   LG_PYXIS=0
   if [ -e /usr/local/lib/slurm/spank_pyxis.so ] && [ -x /usr/local/bin/enroot ] &&

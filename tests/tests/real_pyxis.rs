@@ -3,7 +3,7 @@
 //! Enabled by `LG_PYXIS=1` once `scripts/pyxis.sh build SRC_DIR && scripts/pyxis.sh install &&
 //! scripts/pyxis.sh image` has put Pyxis (`/usr/local/lib/slurm/spank_pyxis.so`), enroot
 //! (`/usr/local/bin/enroot`) and the busybox test images in place; otherwise each test prints one
-//! `skipped: real Pyxis not installed` line and passes (CI cannot fetch Pyxis; the stand-in plugin
+//! `skipped: real Pyxis runs only on the host cluster …` line and passes (CI cannot fetch Pyxis; the stand-in plugin
 //! `tests/spank-hide/lgtest_hide.c` guards the same behaviours there, in `next_to_pyxis.rs`).
 //!
 //! Pyxis is listed as its own instructions say, `plugstack.conf.d/pyxis.conf`, only while a test
