@@ -519,26 +519,6 @@ pub fn check(
     )
 }
 
-/// [`check`], knowing which variables the container image set (`from_image`, from [`image_vars`]).
-pub fn check_with_origin(
-    vars: &[(String, String)],
-    from_image: &[String],
-    fabric: Option<Fabric>,
-    interfaces: Option<&[String]>,
-    rules: &[Rule],
-) -> Vec<Finding> {
-    check_in(
-        vars,
-        &Context {
-            fabric,
-            interfaces,
-            from_image,
-            ..Context::default()
-        },
-        rules,
-    )
-}
-
 /// NCCL_IB_HCA's problem on a node with RDMA devices `hcas`, if any. Entries are `[^][=]name[:port]`.
 fn ib_hca_problem(value: &str, hcas: &[String]) -> Option<String> {
     let v = value.trim();
@@ -870,7 +850,12 @@ mod tests {
         let after = vec![kv("NCCL_DEBUG", "INFO"), kv("NCCL_NET", "IB")];
         let image = image_vars(&before, &after);
         assert_eq!(image, vec!["NCCL_NET".to_string()]);
-        let f = check_with_origin(&after, &image, Some(Fabric::Efa), None, &builtin_rules());
+        let ctx = Context {
+            fabric: Some(Fabric::Efa),
+            from_image: &image,
+            ..Context::default()
+        };
+        let f = check_in(&after, &ctx, &builtin_rules());
         assert_eq!(f.len(), 1);
         assert_eq!(
             f[0].to_string(),
@@ -881,7 +866,7 @@ mod tests {
              or unset NCCL_NET), or remove it from the image"
         );
         // The same value set by the user: the plain fix.
-        let f = check_with_origin(&after, &[], Some(Fabric::Efa), None, &builtin_rules());
+        let f = check(&after, Some(Fabric::Efa), None, &builtin_rules());
         assert!(
             f[0].fix.starts_with("set NCCL_NET=Libfabric"),
             "{}",
