@@ -2,6 +2,7 @@
 # A one-node Slurm test cluster on this machine, on loopback, for launchguard's demo and tests.
 #
 #   scripts/cluster.sh up       install what is missing (apt), write the config, start munged, slurmctld, slurmd
+#   scripts/cluster.sh prepare  only install what is missing (apt; the chroot and Slurm inside it); starts nothing
 #   scripts/cluster.sh down     stop slurmd and slurmctld, remove launchguard's plugstack line
 #   scripts/cluster.sh status   show the daemons and the node
 #   scripts/cluster.sh build-plugin             build spank_launchguard.so against this cluster's headers
@@ -97,13 +98,21 @@ make_chroot() {
     command -v debootstrap >/dev/null || { apt_get update; apt_get install debootstrap; }
     local mirror
     mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    # Into $R.tmp, renamed when complete: an interrupted debootstrap is redone, never half-used.
     log "debootstrap $SUITE${ARCH:+ ($ARCH)} into $R (${mirror:-http://deb.debian.org/debian}; minutes under emulation)"
+    # --one-file-system: never into a /proc, /sys or /dev that an interrupted run left mounted there.
+    rm -rf --one-file-system "$R.tmp"
     if [ -n "$ARCH" ]; then
       debootstrap --arch="$ARCH" --variant=minbase --include=slurmd,slurmctld,slurm-client,munge,libslurm-dev \
-        "$SUITE" "$R" "${mirror:-http://deb.debian.org/debian}" >/dev/null
+        "$SUITE" "$R.tmp" "${mirror:-http://deb.debian.org/debian}" >/dev/null
     else
-      debootstrap --variant=minbase "$SUITE" "$R" "${mirror:-http://deb.debian.org/debian}" >/dev/null
+      debootstrap --variant=minbase "$SUITE" "$R.tmp" "${mirror:-http://deb.debian.org/debian}" >/dev/null
     fi
+    if [ -e "$R" ]; then
+      for m in dev sys proc; do ! mountpoint -q "$R/$m" || umount -R "$R/$m"; done
+      rm -rf --one-file-system "$R"
+    fi
+    mv "$R.tmp" "$R"
   fi
   mountpoint -q "$R/proc" || mount -t proc proc "$R/proc"
   mountpoint -q "$R/sys" || mount --rbind /sys "$R/sys"
@@ -333,6 +342,12 @@ case "${1:-}" in
     start_slurm
     log "cluster up: $(on srun --version), node $NODE ($(on sinfo -h -o '%G' -n "$NODE")), user $TEST_USER"
     ;;
+  prepare)
+    [ -z "$R" ] && install_packages
+    cross_tools
+    make_chroot
+    log "prepared: $(on srun --version)"
+    ;;
   down)
     rm -f "$R$DROPIN"
     [ -n "$R" ] || stop_pidfile "$AGENT_PID"
@@ -374,5 +389,5 @@ case "${1:-}" in
     stop_pidfile "$AGENT_PID"
     ;;
   *)
-    echo "usage: [LG_CLUSTER=host|trixie|arm64] $0 up|down|status|build-plugin|install-plugin [args…]|remove-plugin|install-bin|agent-up|agent-down" >&2; exit 2 ;;
+    echo "usage: [LG_CLUSTER=host|trixie|arm64] $0 up|prepare|down|status|build-plugin|install-plugin [args…]|remove-plugin|install-bin|agent-up|agent-down" >&2; exit 2 ;;
 esac

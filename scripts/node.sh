@@ -6,6 +6,7 @@
 # scripts/test-node.sh does, with the .deb and the README's own commands.
 #
 #   scripts/node.sh up          build the rootfs once (cached in /srv/lg-node), boot a fresh copy of it
+#   scripts/node.sh rootfs      only build the cached rootfs (scripts/test.sh does it early, in the background)
 #   scripts/node.sh down        `systemctl poweroff` inside, wait, drop the copy
 #   scripts/node.sh shell [CMD…] a root shell (or CMD) inside: nsenter into the container's PID 1
 #   scripts/node.sh pid         the container's PID 1 as the host sees it
@@ -230,11 +231,12 @@ reboot() {
 
 case "${1:-}" in
   up) up ;;
+  rootfs) build_rootfs; log "rootfs ready in $CACHE" ;;
   down) down ;;
   pid) leader ;;
   reboot) reboot ;;
   shell)
     shift
     if [ $# = 0 ]; then inside bash -l; else inside "$@"; fi ;;
-  *) echo "usage: scripts/node.sh up|down|shell [CMD…]|pid|reboot" >&2; exit 2 ;;
+  *) echo "usage: scripts/node.sh up|rootfs|down|shell [CMD…]|pid|reboot" >&2; exit 2 ;;
 esac

@@ -14,25 +14,58 @@ cd "$(dirname "$0")/.."
 export LG_SLURM_TESTS=1
 RELEASES=${LG_RELEASES:-host trixie}
 LOG=$(mktemp /tmp/launchguard-test.XXXXXX)
-trap 'rm -f "$LOG"' EXIT
+# say WHAT: one progress line with the seconds since the start, so a slow stage shows in CI's log.
+say() { echo "test: $* (at ${SECONDS} s)" >&2; }
 
-for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh up; done
+case " $RELEASES " in *" host "*) HOST=1 ;; *) HOST=0 ;; esac
+ARM64=${LG_ARM64:-1}
+[ "$HOST" = 1 ] || ARM64=0
+# The host cluster first: its packages (libslurm-dev, clang) are what the build needs.
+[ "$HOST" = 0 ] || scripts/cluster.sh up
 # launchguard sweep (issue 8): a three-node Slurm on this machine (namespaces, ports 6917/6918) for
 # sweep/tests/multinode.rs, run below by `cargo test --workspace` (about 80 s of tests).
 scripts/multinode.sh up 3
-echo "test: cargo fmt --check" >&2
+# On a fresh machine the chroots and the node's rootfs are debootstrapped (downloads, unpacking, and
+# for arm64 dpkg under emulation: most of a cold run's setup). That runs here in the background, one
+# after the other (one apt at a time), while the lints, the build and the fuzzers use the CPU; each
+# stage below waits for what it needs. With /srv/lg-* cached each step takes seconds.
+PREP=$(mktemp -d /tmp/launchguard-prep.XXXXXX)
+trap 'rm -f "$LOG"; rm -rf "$PREP"' EXIT
+(
+  for c in $RELEASES; do
+    [ "$c" = host ] || { LG_CLUSTER=$c scripts/cluster.sh prepare && touch "$PREP/$c"; } || exit 1
+  done
+  if [ "$HOST" = 1 ]; then scripts/node.sh rootfs && touch "$PREP/node" || exit 1; fi
+  if [ "$ARM64" != 0 ]; then LG_CLUSTER=arm64 scripts/cluster.sh prepare && touch "$PREP/arm64" || exit 1; fi
+) >"$PREP/log" 2>&1 &
+PREP_PID=$!
+# ready NAME: waits until the background preparation has made NAME; fails the run with its log if the
+# preparation failed first.
+ready() {
+  local t0=$SECONDS
+  while [ ! -e "$PREP/$1" ]; do
+    kill -0 "$PREP_PID" 2>/dev/null || [ -e "$PREP/$1" ] ||
+      { echo "test: preparing $1 failed:" >&2; cat "$PREP/log" >&2; exit 1; }
+    sleep 2
+  done
+  [ $((SECONDS - t0)) -lt 2 ] || say "waited $((SECONDS - t0)) s for the $1 preparation"
+}
+say "cargo fmt --check"
 cargo fmt --all -- --check
-echo "test: cargo clippy -D warnings" >&2
+say "cargo clippy -D warnings"
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
-echo "test: cargo build --release" >&2
+say "cargo build --release"
 cargo build --release --workspace --quiet
-for c in $RELEASES; do [ "$c" = host ] || LG_CLUSTER=$c scripts/cluster.sh build-plugin; done
+for c in $RELEASES; do
+  [ "$c" = host ] || { ready "$c"; LG_CLUSTER=$c scripts/cluster.sh up; LG_CLUSTER=$c scripts/cluster.sh build-plugin; }
+done
 if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
+  say "fuzz"
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
 fi
 for c in $RELEASES; do
   [ "$c" = host ] && continue
-  echo "test: launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))" >&2
+  say "launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))"
   LG_CLUSTER=$c cargo test --release -p launchguard-tests 2>&1 | tee -a "$LOG"
 done
 # Real Pyxis and enroot (tests/tests/real_pyxis.rs, both plugstack orders, ~1 min) run on the host
@@ -45,10 +78,11 @@ if [ -z "${LG_PYXIS:-}" ]; then
     LG_PYXIS=1
   fi
 fi
-echo "test: cargo test --release --workspace (host cluster: $(srun --version); real Pyxis: LG_PYXIS=$LG_PYXIS)" >&2
+say "cargo test --release --workspace (host cluster: $(srun --version); real Pyxis: LG_PYXIS=$LG_PYXIS)"
 LG_PYXIS=$LG_PYXIS cargo test --release --workspace 2>&1 | tee -a "$LOG"
 # Packages (scripts/test-package.sh): build the .deb and .rpm, install the .deb, srun against the
 # installed plugin, refuse removal while plugstack loads it, purge; host cluster only.
+say "packages (scripts/test-package.sh)"
 case " $RELEASES " in *" host "*) scripts/test-package.sh 2>&1 | tee -a "$LOG" ;; esac
 # arm64 (Grace nodes; issue 18): a one-node Slurm 22.05 for aarch64 in /srv/lg-arm64 run by qemu-user
 # (scripts/cluster.sh, LG_CLUSTER=arm64; the debootstrap is cached there). The arm64 .deb is built
@@ -57,11 +91,12 @@ case " $RELEASES " in *" host "*) scripts/test-package.sh 2>&1 | tee -a "$LOG" ;
 # tests that only exercise srun's release rules (identical Slurm 22.05 and identical code on the host
 # cluster above) are skipped here: the subset still loads every plugin callback and every syscall path
 # (access(2), open flags, send flags, enroot's repair, devices, the NCCL environment). ~5 minutes.
-if [ "${LG_ARM64:-1}" != 0 ]; then scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
+if [ "$ARM64" != 0 ]; then ready arm64; say "arm64 (scripts/test-arm64.sh)"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
 # The node as shipped (scripts/test-node.sh, about 2 minutes with the rootfs cached in /srv/lg-node): the
 # .deb in a Debian 12 systemd-nspawn container with systemd as PID 1 and its own munge/slurmctld/slurmd
 # (ports 8817/8818): README's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
 # the unit's sandbox, tmpfiles.d after a reboot, HealthCheckProgram drain/resume.
+[ "$HOST" = 0 ] || { ready node; say "the node as shipped (scripts/test-node.sh)"; }
 case " $RELEASES " in
   *" host "*) LG_NODE_DEB=$(ls target/packages/launchguard_*-1+slurm"$(srun --version | awk '{ split($2, v, "."); print v[1] "." v[2] }')"_amd64.deb) \
     scripts/test-node.sh 2>&1 | tee -a "$LOG" ;;
@@ -71,6 +106,7 @@ esac
 # node agent running without systemd.
 for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh install-plugin mode=warn; done
 case " $RELEASES " in *" host "*) scripts/cluster.sh agent-up ;; esac
+say "done"
 # One closing line over every cargo test run above (both clusters, every crate); a test ignored here
 # (a cluster test compiled out, or an #[ignore]) fails the run: every test must have run.
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
