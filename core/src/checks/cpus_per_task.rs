@@ -927,7 +927,7 @@ mod tests {
         );
     }
 
-    /// A Grace Blackwell (GB300) node as seed 004 runs NCCL tests on it: 4 GPUs, 4 tasks per node,
+    /// A Grace Blackwell (GB300) compute tray as NCCL tests are run on it: 4 GPUs, 4 tasks per node,
     /// 24 CPUs per task (96 CPUs / 4 GPUs; the Grace CPUs are aarch64, nothing here depends on it).
     #[test]
     fn grace_blackwell_nodes_are_advised_24_cpus_per_task() {
