@@ -218,7 +218,14 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let step_has_gpus = sp
         .getenv("SLURM_STEP_GPUS")
         .is_some_and(|l| launchguard_core::checks::gpus::count_list(&l) > 0);
-    let host = needs_host.then(|| host::gather(&policy, &label, step_has_gpus));
+    let host = needs_host.then(|| {
+        host::gather(
+            &launchguard_core::host::Roots::system(),
+            &policy,
+            &label,
+            step_has_gpus,
+        )
+    });
     let nccl_judged = policy.mode_for(CheckKind::NcclEnv) != Mode::Off
         && (step_has_gpus || !policy.gpu_steps_only);
     if let (Some(h), true) = (host.as_ref(), nccl_judged) {
