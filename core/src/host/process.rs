@@ -36,6 +36,18 @@ impl Limits {
             linger: Duration::from_millis(200),
         }
     }
+
+    /// `SIGTERM` at `deadline` (srun then cancels its step) and `SIGKILL` 2 s later, all output
+    /// kept, 2 s of lingering output read: for Slurm clients that run jobs (`srun`, `sbatch`,
+    /// `sinfo` in the sweep).
+    pub fn slurm_client(deadline: Duration) -> Limits {
+        Limits {
+            deadline,
+            term_grace: Some(Duration::from_secs(2)),
+            max_output: usize::MAX,
+            linger: Duration::from_secs(2),
+        }
+    }
 }
 
 /// What a child did.
@@ -367,6 +379,19 @@ mod tests {
         assert!(f.timed_out);
         assert_eq!(f.code(), Some(7));
         assert_eq!(f.stdout, b"term\n");
+    }
+
+    #[test]
+    fn slurm_clients_keep_all_their_output() {
+        let f = run(
+            &mut sh("head -c 200000 /dev/zero"),
+            None,
+            &Limits::slurm_client(Duration::from_secs(10)),
+            None,
+        )
+        .unwrap();
+        assert!(f.ok());
+        assert_eq!(f.stdout.len(), 200_000);
     }
 
     #[test]
