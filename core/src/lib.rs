@@ -3,13 +3,17 @@
 //! Everything here is pure: callers gather facts (srun's argv, environment variables, SPANK items, node
 //! facts) and hand them in; the evaluators return [`Finding`]s. The SPANK plugin (`spank_launchguard.so`)
 //! and the `launchguard` binary use the same evaluators and the same finding IDs, so one rule lives in one
-//! place. No `unsafe`, no I/O, no threads: this crate is linked into every `srun` and `slurmstepd`.
+//! place. No `unsafe`, no threads, and no I/O outside [`host`] (features `host` and `process`: the
+//! bounded, non-blocking reads and deadline-bound children the plugin and the agent share): this
+//! crate is linked into every `srun` and `slurmstepd`.
 #![forbid(unsafe_code)]
 
 pub mod argv;
 pub mod checks;
 pub mod finding;
 pub mod gres;
+#[cfg(feature = "host")]
+pub mod host;
 pub mod hostlist;
 pub mod node;
 pub mod policy;

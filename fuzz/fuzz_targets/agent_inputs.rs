@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = launchguard::server::decode(data);
+    let _ = launchguard::protocol::decode(data);
     let text = String::from_utf8_lossy(data);
     let _ = launchguard::config::Config::parse(&text, Path::new("fuzz.toml"));
     // Includes resolve to the same text (a loop), which the parser must cut off.

@@ -10,10 +10,8 @@
 
 use crate::config::Config;
 use crate::gather::Ctx;
-use crate::registry::{parse_status, NodeReport, Runner};
+use crate::registry::Runner;
 use crate::server::{self, Shared};
-use launchguard_core::node::Status;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -36,45 +34,6 @@ pub struct Args {
     /// Override the socket path from the config.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
-}
-
-/// Logs every check whose status changed since the previous run (all non-OK ones on the first run),
-/// with `MESSAGE_ID` FINDING or CLEARED and the fields `launchguard.check`/`launchguard.severity`
-/// (journal: `LAUNCHGUARD_CHECK`, `LAUNCHGUARD_SEVERITY`). CRITICAL goes out at journal priority 2.
-pub(crate) fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
-    use crate::logging::{message_id, CRITICAL};
-    for c in &rep.checks {
-        let before = prev.insert(c.id.clone(), c.status.clone());
-        if before.as_deref() == Some(c.status.as_str()) {
-            continue;
-        }
-        let severity = c.status.to_ascii_lowercase();
-        match parse_status(&c.status) {
-            Status::Ok if before.is_some() => tracing::info!(
-                message_id = message_id::CLEARED,
-                launchguard.check = c.id.as_str(),
-                launchguard.severity = "ok",
-                "{} cleared",
-                c.id
-            ),
-            Status::Ok => {}
-            Status::Warning | Status::Unknown => tracing::warn!(
-                message_id = message_id::FINDING,
-                launchguard.check = c.id.as_str(),
-                launchguard.severity = severity.as_str(),
-                "{}",
-                c.message
-            ),
-            Status::Critical => tracing::error!(
-                target: CRITICAL,
-                message_id = message_id::FINDING,
-                launchguard.check = c.id.as_str(),
-                launchguard.severity = "critical",
-                "{}",
-                c.message
-            ),
-        }
-    }
 }
 
 /// The settings whose value differs between two configurations (top-level keys and sections, as

@@ -300,7 +300,7 @@ impl Config {
             Some(p) => (p.to_path_buf(), true),
             None => (PathBuf::from(DEFAULT_PATH), false),
         };
-        match crate::gather::util::read_whole(&p, MAX_CONFIG) {
+        match launchguard_core::host::files::read_whole(&p, MAX_CONFIG) {
             Ok(b) => match String::from_utf8(b) {
                 Ok(t) => Config::parse(&t, &p),
                 Err(_) => Err(ConfigError::Parse(p, "not UTF-8 text".into())),

@@ -1,5 +1,7 @@
 //! `launchguard`: the per-node agent (`launchguard agent`) and the admin CLI, as a library so that
 //! fuzz targets and benchmarks reach the parsers; `main.rs` only calls [`run_cli`].
+//! No `unsafe` (forbidden): the agent reaches the system through std, nix and tokio.
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod check_args;
@@ -11,7 +13,9 @@ pub mod gather;
 pub mod health;
 pub mod logging;
 pub mod metrics;
+pub mod protocol;
 pub mod registry;
+pub mod reports;
 pub mod server;
 pub mod status_cmd;
 

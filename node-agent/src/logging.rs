@@ -8,6 +8,9 @@
 //! follows syslog(3): a CRITICAL finding is 2 (crit), a WARNING or UNKNOWN one 4 (warning), a
 //! cleared finding and an allowed launch 5 (notice), other errors of the agent itself 3 (err).
 
+use crate::registry::{parse_status, NodeReport};
+use launchguard_core::node::Status;
+use std::collections::HashMap;
 use tracing_journald::{Priority, PriorityMappings};
 use tracing_subscriber::filter::{filter_fn, LevelFilter};
 use tracing_subscriber::prelude::*;
@@ -130,6 +133,44 @@ pub fn init(level: LevelFilter, stderr: bool) -> &'static str {
                 .with(fmt.with_filter(level))
                 .try_init();
             "stderr"
+        }
+    }
+}
+
+/// Logs every check whose status changed since the previous run (all non-OK ones on the first run),
+/// with `MESSAGE_ID` FINDING or CLEARED and the fields `launchguard.check`/`launchguard.severity`
+/// (journal: `LAUNCHGUARD_CHECK`, `LAUNCHGUARD_SEVERITY`). CRITICAL goes out at journal priority 2.
+pub(crate) fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
+    for c in &rep.checks {
+        let before = prev.insert(c.id.clone(), c.status.clone());
+        if before.as_deref() == Some(c.status.as_str()) {
+            continue;
+        }
+        let severity = c.status.to_ascii_lowercase();
+        match parse_status(&c.status) {
+            Status::Ok if before.is_some() => tracing::info!(
+                message_id = message_id::CLEARED,
+                launchguard.check = c.id.as_str(),
+                launchguard.severity = "ok",
+                "{} cleared",
+                c.id
+            ),
+            Status::Ok => {}
+            Status::Warning | Status::Unknown => tracing::warn!(
+                message_id = message_id::FINDING,
+                launchguard.check = c.id.as_str(),
+                launchguard.severity = severity.as_str(),
+                "{}",
+                c.message
+            ),
+            Status::Critical => tracing::error!(
+                target: CRITICAL,
+                message_id = message_id::FINDING,
+                launchguard.check = c.id.as_str(),
+                launchguard.severity = "critical",
+                "{}",
+                c.message
+            ),
         }
     }
 }

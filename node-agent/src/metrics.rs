@@ -3,7 +3,7 @@
 //! reads half a file. Names follow Prometheus conventions: `_total` counters, `_seconds` units.
 
 use crate::registry::{parse_status, NodeReport};
-use crate::server::Counters;
+use crate::reports::Counters;
 use std::fmt::Write;
 use std::path::Path;
 

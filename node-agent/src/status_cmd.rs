@@ -2,7 +2,7 @@
 //! launch reports and the counters.
 
 use crate::check_cmd::{load_config, print_table};
-use crate::server::StatusReply;
+use crate::protocol::StatusReply;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -186,7 +186,7 @@ pub fn utc(epoch: u64) -> String {
 /// One report as a status row. Text from the report goes through the one sanitiser (the agent
 /// already cleaned it; an older agent may not have); a report a non-root client sent says so with
 /// the sender's uid from `SO_PEERCRED` (`from uid 1001`), so it cannot pass for slurmstepd's.
-pub fn report_row(s: &crate::server::Stored, now: u64) -> String {
+pub fn report_row(s: &crate::protocol::Stored, now: u64) -> String {
     use launchguard_core::text::printable;
     let r = &s.report;
     let job = match (r.job, r.step) {
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn rows_neutralise_client_text_and_name_a_non_root_sender() {
-        let s = crate::server::Stored {
+        let s = crate::protocol::Stored {
             seq: 0,
             received: 5,
             peer_uid: 1001,

@@ -66,6 +66,7 @@ impl Tree {
 
     fn roots(&self) -> Roots {
         Roots {
+            sys: self.p("sys"),
             proc: self.p("proc"),
             dev: self.p("dev"),
             etc: self.p("etc"),

@@ -38,9 +38,7 @@ pub fn send_line(path: &str, line: &str) -> std::io::Result<()> {
 
 /// This node's hostname (short).
 pub fn node_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().split('.').next().unwrap_or("").to_string())
-        .unwrap_or_default()
+    crate::host::hostname()
 }
 
 /// The effective uid of this process (geteuid(2), through [`crate::ffi::euid`]).

@@ -1,7 +1,45 @@
-//! Hands each SPANK callback to the module for its context (the Pyxis layout: one file per side).
-//! Each function returns `true` to let the launch go on and `false` to stop it.
+//! The four SPANK callbacks the plugin exports, and where each one goes: the module for its context
+//! (the Pyxis layout: one file per side). Each exported symbol hands Slurm's arguments to
+//! [`ffi::guard`] (panics caught, verdict turned into SPANK's return code); each function below
+//! returns `true` to let the launch go on and `false` to stop it.
+//!
+//! No `slurm_spank_job_prolog`/`epilog` is exported on purpose (see [`crate::ffi`]).
 
-use crate::ffi::{Context, Spank};
+use crate::ffi::{self, Context, RawArgv, RawSpank, Spank};
+use std::ffi::c_int;
+
+// `#[no_mangle]` counts as unsafe code for the `unsafe_code` lint (two exported symbols of one name
+// would clash at link time); these four are the names Slurm's SPANK loader looks up (spank.h), and
+// they hold no `unsafe` block: every raw pointer is read in `ffi`.
+
+/// SPANK callback: after option processing, in srun, sbatch/salloc and slurmstepd.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn slurm_spank_init_post_opt(sp: RawSpank, ac: c_int, av: RawArgv) -> c_int {
+    ffi::guard("init_post_opt", sp, ac, av, init_post_opt)
+}
+
+/// SPANK callback: in slurmstepd, once per step on each node, as root before the tasks fork.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn slurm_spank_user_init(sp: RawSpank, ac: c_int, av: RawArgv) -> c_int {
+    ffi::guard("user_init", sp, ac, av, user_init)
+}
+
+/// SPANK callback: in each forked task, as root, inside the step's cgroup, before the user's code.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn slurm_spank_task_init_privileged(sp: RawSpank, ac: c_int, av: RawArgv) -> c_int {
+    ffi::guard("task_init_privileged", sp, ac, av, task_init_privileged)
+}
+
+/// SPANK callback: in each task, as the user, just before execve (inside the container when listed
+/// after Pyxis).
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn slurm_spank_task_init(sp: RawSpank, ac: c_int, av: RawArgv) -> c_int {
+    ffi::guard("task_init", sp, ac, av, task_init)
+}
 
 /// `slurm_spank_init_post_opt`: srun → [`crate::srun`], sbatch/salloc → [`crate::allocator`].
 /// In slurmstepd nothing happens here: messages from remote `init_post_opt` never reach the user and a

@@ -1,9 +1,10 @@
-//! The only `unsafe` in launchguard: the SPANK ABI.
+//! The only `unsafe` in launchguard: the SPANK ABI. A leaf: it uses none of the crate's other modules.
 //!
 //! - the symbols Slurm's plugin loader reads (`plugin_name`, `plugin_type`, `plugin_version`,
 //!   `spank_plugin_version`), with `plugin_version` taken from the headers at build time;
-//! - the four callbacks launchguard implements, each wrapped in `catch_unwind` so that a panic can
-//!   never unwind into srun or slurmstepd (it is logged, and the launch goes on);
+//! - [`guard`], which runs each of the four callbacks launchguard exports (they live in
+//!   `crate::dispatch`) inside `catch_unwind`, so that a panic can never unwind into srun or
+//!   slurmstepd (it is logged, and the launch goes on);
 //! - safe wrappers over `spank_get_item`, `spank_getenv`, `spank_context` and Slurm's log functions.
 //!
 //! No `slurm_spank_job_prolog`/`epilog` is exported on purpose: each would make slurmd run a
@@ -352,15 +353,22 @@ fn decode_args(ac: c_int, av: *mut *mut c_char) -> Vec<String> {
     out
 }
 
-/// Runs one callback body: never lets a panic cross into C, and turns the body's verdict into
-/// SPANK's return code (0 go on, -1 stop the launch). A panic lets the launch go on.
-fn guard(
-    name: &str,
-    sp: sys::spank_t,
-    ac: c_int,
-    av: *mut *mut c_char,
-    body: fn(&Spank) -> bool,
-) -> c_int {
+/// The `spank_t` handle as Slurm passes it to a callback. ABI-identical to `spank_t`
+/// (`repr(transparent)`); its field is private, so only Slurm (through an exported callback's
+/// arguments) makes one.
+#[repr(transparent)]
+pub struct RawSpank(sys::spank_t);
+
+/// A callback's `argv` as Slurm passes it (`char **`, `argc` entries). ABI-identical to the pointer;
+/// its field is private, so only Slurm makes one.
+#[repr(transparent)]
+pub struct RawArgv(*mut *mut c_char);
+
+/// Runs one callback body with the arguments Slurm passed (`sp`, `ac`, `av` of `spank_f`, spank.h):
+/// never lets a panic cross into C, and turns the body's verdict into SPANK's return code (0 go on,
+/// -1 stop the launch). A panic lets the launch go on. `name` labels the timing and error lines.
+pub fn guard(name: &str, sp: RawSpank, ac: c_int, av: RawArgv, body: fn(&Spank) -> bool) -> c_int {
+    let (sp, av) = (sp.0, av.0);
     let r = catch_unwind(AssertUnwindSafe(|| {
         let start = std::time::Instant::now();
         let h = Spank {
@@ -388,51 +396,4 @@ fn guard(
             0
         }
     }
-}
-
-/// SPANK callback: after option processing, in srun, sbatch/salloc and slurmstepd.
-#[no_mangle]
-pub extern "C" fn slurm_spank_init_post_opt(
-    sp: sys::spank_t,
-    ac: c_int,
-    av: *mut *mut c_char,
-) -> c_int {
-    guard("init_post_opt", sp, ac, av, crate::dispatch::init_post_opt)
-}
-
-/// SPANK callback: in slurmstepd, once per step on each node, as root before the tasks fork.
-#[no_mangle]
-pub extern "C" fn slurm_spank_user_init(
-    sp: sys::spank_t,
-    ac: c_int,
-    av: *mut *mut c_char,
-) -> c_int {
-    guard("user_init", sp, ac, av, crate::dispatch::user_init)
-}
-
-/// SPANK callback: in each forked task, as root, inside the step's cgroup, before the user's code.
-#[no_mangle]
-pub extern "C" fn slurm_spank_task_init_privileged(
-    sp: sys::spank_t,
-    ac: c_int,
-    av: *mut *mut c_char,
-) -> c_int {
-    guard(
-        "task_init_privileged",
-        sp,
-        ac,
-        av,
-        crate::dispatch::task_init_privileged,
-    )
-}
-
-/// SPANK callback: in each task, as the user, just before execve (inside the container when listed
-/// after Pyxis).
-#[no_mangle]
-pub extern "C" fn slurm_spank_task_init(
-    sp: sys::spank_t,
-    ac: c_int,
-    av: *mut *mut c_char,
-) -> c_int {
-    guard("task_init", sp, ac, av, crate::dispatch::task_init)
 }

@@ -56,26 +56,9 @@ pub fn nvidia_files() -> Vec<String> {
     n.into_iter().map(|i| format!("/dev/nvidia{i}")).collect()
 }
 
-/// A regular file's text (lossily decoded), if it is one and at most `max` bytes are read. Never
-/// blocks on a FIFO or device: it is checked before opening, and opened with `O_NONBLOCK` in case the
-/// path was swapped in between.
-pub fn read_small(path: &Path, max: u64) -> Option<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if !std::fs::metadata(path).ok()?.is_file() {
-        return None;
-    }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut raw = Vec::new();
-    f.take(max).read_to_end(&mut raw).ok()?;
-    Some(String::from_utf8_lossy(&raw).into_owned())
-}
+/// A regular file's text (lossily decoded), at most `max` bytes; `None` when missing, unreadable or
+/// not a regular file. Never blocks on a FIFO or device ([`launchguard_core::host::files`]).
+pub use launchguard_core::host::files::read_small;
 
 /// The policy for a client-side callback (srun, sbatch, salloc): parses the plugstack arguments and
 /// shows each problem on the user's terminal (`srun: error: launchguard: plugstack argument …`).

@@ -6,6 +6,7 @@
 use crate::ffi;
 use crate::gather::read_small;
 use launchguard_core::checks::nccl_env::Rule;
+use launchguard_core::host::{rdma, short_hostname, Roots};
 use launchguard_core::{gres, Policy};
 use std::path::Path;
 
@@ -69,49 +70,24 @@ pub fn imex(proc: &Path, dev: &Path) -> (Option<u32>, Vec<String>) {
     (major, names)
 }
 
-/// RDMA NICs under `<sys>/class/infiniband`: each one's driver (`device/driver` link) and verbs
-/// devices (`device/infiniband_verbs/uverbsN`). At most 64 NICs.
+/// RDMA NICs under `<sys>/class/infiniband` ([`launchguard_core::host::rdma`]): each one's driver
+/// and verbs devices as `/dev/infiniband/uverbsN`. At most 64 NICs.
 pub fn rdma_devices(sys: &Path) -> Vec<Hca> {
-    let Ok(rd) = std::fs::read_dir(sys.join("class/infiniband")) else {
-        return vec![];
-    };
-    let mut out: Vec<Hca> = rd
-        .filter_map(Result::ok)
-        .take(64)
-        .map(|e| {
-            let dev = e.path().join("device");
-            let driver = std::fs::read_link(dev.join("driver"))
-                .ok()
-                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_default();
-            let mut uverbs: Vec<String> = std::fs::read_dir(dev.join("infiniband_verbs"))
-                .map(|rd| {
-                    rd.filter_map(Result::ok)
-                        .map(|u| u.file_name().to_string_lossy().into_owned())
-                        .filter(|n| n.starts_with("uverbs"))
-                        .map(|n| format!("/dev/infiniband/{n}"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            uverbs.sort();
-            let active = std::fs::read_dir(e.path().join("ports"))
-                .map(|rd| {
-                    rd.filter_map(Result::ok).take(16).any(|port| {
-                        std::fs::read_to_string(port.path().join("state"))
-                            .is_ok_and(|st| st.contains("ACTIVE"))
-                    })
-                })
-                .unwrap_or(false);
-            Hca {
-                name: e.file_name().to_string_lossy().into_owned(),
-                driver,
-                uverbs,
-                active,
-            }
+    rdma::nics(sys, 64)
+        .into_iter()
+        .map(|n| Hca {
+            active: n.active(),
+            uverbs: n
+                .verbs
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|v| v.starts_with("uverbs"))
+                .map(|v| format!("/dev/infiniband/{v}"))
+                .collect(),
+            name: n.name,
+            driver: n.driver,
         })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+        .collect()
 }
 
 /// Network interface names under `<sys>/class/net`.
@@ -138,22 +114,20 @@ fn gres_conf_text() -> Option<String> {
     read_small(&dir.join("gres.conf"), 1 << 20)
 }
 
-/// This machine's short host name (`/proc/sys/kernel/hostname`).
+/// This machine's short host name (`/proc/sys/kernel/hostname` up to its first dot).
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().split('.').next().unwrap_or("").to_string())
-        .unwrap_or_default()
+    short_hostname(&Roots::system())
 }
 
-/// Gathers the host facts the `task_init` checks need. Problems in the admin's NCCL rules file are
-/// logged to slurmd's log once (`label` names the job and step).
-pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
-    let sys = Path::new("/sys");
-    let hcas = rdma_devices(sys);
+/// Gathers the host facts the `task_init` checks need, reading `/sys`, `/proc` and `/dev` under
+/// `roots` ([`Roots::system`] in slurmstepd). Problems in the admin's NCCL rules file are logged to
+/// slurmd's log once (`label` names the job and step).
+pub fn gather(roots: &Roots, policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
+    let hcas = rdma_devices(&roots.sys);
     // gres.conf matters for the step's GPUs and for NICs handed out as GRES; skip it otherwise.
     let g = if step_has_gpus || !hcas.is_empty() {
         gres_conf_text()
-            .map(|t| gres::for_node(&t, &hostname()))
+            .map(|t| gres::for_node(&t, &short_hostname(roots)))
             .unwrap_or_default()
     } else {
         Default::default()
@@ -169,7 +143,7 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
         ffi::log_info(&format!("launchguard: NCCL rules file: {p} ({label})"));
     }
     let (imex_major, imex_channels) = if step_has_gpus {
-        imex(Path::new("/proc"), Path::new("/dev"))
+        imex(&roots.proc, &roots.dev)
     } else {
         (None, vec![])
     };
@@ -178,10 +152,10 @@ pub fn gather(policy: &Policy, label: &str, step_has_gpus: bool) -> HostFacts {
         imex_channels,
         gpu_files,
         gres_files: g.all_files,
-        mig: g.multiple_files || Path::new("/dev/nvidia-caps").exists(),
+        mig: g.multiple_files || roots.dev.join("nvidia-caps").exists(),
         hcas,
-        gdrdrv: Path::new("/dev/gdrdrv").exists(),
-        interfaces: interfaces(sys),
+        gdrdrv: roots.dev.join("gdrdrv").exists(),
+        interfaces: interfaces(&roots.sys),
         nccl_rules,
     }
 }

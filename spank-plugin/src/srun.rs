@@ -12,6 +12,13 @@ use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
 use launchguard_core::checks::{cpus_per_task, export, judge, nccl_env};
 use launchguard_core::{CheckKind, Mode};
 
+/// Name of the variable srun's plugin sets (to `file`) when the step's output goes to a file
+/// (`-o`/`-e`, `SLURM_STDOUTMODE`/`SLURM_STDERRMODE`), so that nothing slurmstepd prints reaches the
+/// user's terminal. srun copies `SLURM_*` variables into every step's environment. It only chooses how a
+/// rejection is delivered, never whether there is one. slurmstepd cannot tell by itself: the task's and
+/// its own stderr are pipes to its I/O thread even when that thread writes a file (measured on 22.05).
+pub const OUTPUT_VAR: &str = "SLURM_LAUNCHGUARD_OUTPUT";
+
 /// The line after the findings of a launch that enforce mode stops, so that Slurm's own error lines
 /// that follow (`init_post_opt() failed`, `Plugin stack post-option processing failed`) are not read
 /// as a crash.
@@ -115,7 +122,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         || std::env::var_os("SLURM_STDOUTMODE").is_some()
         || std::env::var_os("SLURM_STDERRMODE").is_some();
     if to_file {
-        ffi::set_srun_env(crate::stepd::OUTPUT_VAR, "file");
+        ffi::set_srun_env(OUTPUT_VAR, "file");
     }
     if verdict.reject {
         ffi::log_user(STOPPED);

@@ -115,12 +115,7 @@ pub fn user_init(sp: &Spank) -> bool {
     true
 }
 
-/// Name of the variable srun's plugin sets (to `file`) when the step's output goes to a file
-/// (`-o`/`-e`, `SLURM_STDOUTMODE`/`SLURM_STDERRMODE`), so that nothing slurmstepd prints reaches the
-/// user's terminal. srun copies `SLURM_*` variables into every step's environment. It only chooses how a
-/// rejection is delivered, never whether there is one. slurmstepd cannot tell by itself: the task's and
-/// its own stderr are pipes to its I/O thread even when that thread writes a file (measured on 22.05).
-pub const OUTPUT_VAR: &str = "SLURM_LAUNCHGUARD_OUTPUT";
+pub use crate::srun::OUTPUT_VAR;
 
 /// `scontrol` beside this slurmstepd (`…/sbin/slurmstepd` → `…/bin/scontrol`), else in the usual places.
 fn scontrol_path() -> Option<std::path::PathBuf> {
@@ -218,7 +213,14 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     let step_has_gpus = sp
         .getenv("SLURM_STEP_GPUS")
         .is_some_and(|l| launchguard_core::checks::gpus::count_list(&l) > 0);
-    let host = needs_host.then(|| host::gather(&policy, &label, step_has_gpus));
+    let host = needs_host.then(|| {
+        host::gather(
+            &launchguard_core::host::Roots::system(),
+            &policy,
+            &label,
+            step_has_gpus,
+        )
+    });
     let nccl_judged = policy.mode_for(CheckKind::NcclEnv) != Mode::Off
         && (step_has_gpus || !policy.gpu_steps_only);
     if let (Some(h), true) = (host.as_ref(), nccl_judged) {

@@ -12,6 +12,7 @@
 //!
 //! Tests that change the plugstack line take [`lock`] first, so they run one at a time even when the
 //! test runner uses several threads.
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,6 +4,7 @@
 use super::util;
 use super::Ctx;
 use launchguard_core::checks::enroot::{shared_dir, DirState};
+use launchguard_core::host::Roots;
 use launchguard_core::node::enroot::{
     fixed_part, hooks_dir, parse_conf, runtime_path, EnrootFacts, Fs, NvidiaHook, Storage,
 };
@@ -42,9 +43,9 @@ pub fn dir_state(p: &Path) -> DirState {
     }
 }
 
-/// Whether the node has an EFA device.
-pub fn has_efa() -> bool {
-    super::devices::hcas().iter().any(|(_, d)| d == "efa")
+/// Whether the node has an EFA device (under `<sys>/class/infiniband`).
+pub fn has_efa(roots: &Roots) -> bool {
+    super::devices::hcas(roots).iter().any(|(_, d)| d == "efa")
 }
 
 fn tmpfiles_has(dir: &str) -> bool {
@@ -114,12 +115,13 @@ fn storage(key: &str, path: &str) -> Option<Storage> {
 /// Directories searched for `nvidia-container-cli` (the PATH of a Slurm step and of root).
 const BIN_DIRS: &[&str] = &["/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/sbin"];
 
-/// enroot's NVIDIA hook: GPUs present, the hook executable in `hooks.d` beside enroot.conf, the cli.
-pub fn nvidia_hook(conf_path: &Path) -> NvidiaHook {
-    let gpu = std::fs::read_dir("/proc/driver/nvidia/gpus")
+/// enroot's NVIDIA hook: GPUs present (`<proc>/driver/nvidia/gpus`, `<dev>/nvidia0`), the hook
+/// executable in `hooks.d` beside enroot.conf, the cli.
+pub fn nvidia_hook(roots: &Roots, conf_path: &Path) -> NvidiaHook {
+    let gpu = std::fs::read_dir(roots.proc.join("driver/nvidia/gpus"))
         .map(|mut d| d.next().is_some())
         .unwrap_or(false)
-        || Path::new("/dev/nvidia0").exists();
+        || roots.dev.join("nvidia0").exists();
     let hook = Path::new(&hooks_dir(&conf_path.display().to_string())).join("98-nvidia.sh");
     let hook = std::fs::metadata(&hook)
         .ok()
@@ -168,11 +170,11 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
         run_dir: dir.as_ref().map(|d| (d.clone(), dir_state(Path::new(d)))),
         tmpfiles: dir.as_deref().is_some_and(tmpfiles_has),
         storage,
-        efa: has_efa(),
+        efa: has_efa(&ctx.roots),
         plugin_repairs: dir
             .as_deref()
             .is_some_and(|d| plugin_repairs(ctx, &conf_path, d)),
-        nvidia: nvidia_hook(&conf_path),
+        nvidia: nvidia_hook(&ctx.roots, &conf_path),
     }
 }
 

@@ -4,52 +4,21 @@
 //! node list it names. What each means: `launchguard_core::node::imex`.
 //!
 //! [`gather_at`] takes the `/proc`, `/dev` and `/etc` roots, so tests run it on fixture trees; the
-//! agent calls [`gather`], which uses the real ones.
+//! agent calls [`gather`], which uses the context's ([`Ctx::roots`]).
 
 use super::Ctx;
 use launchguard_core::node::imex::{
     count_nodes, major_of, nodes_file_of, Channel, ImexFacts, NodesFile, CHANNEL_DIR, CONFIG_FILE,
 };
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Where the gatherer looks: the roots of `/proc`, `/dev` and `/etc` (`/proc`, `/dev`, `/etc` on a
-/// node; a fixture tree's directories in tests).
-#[derive(Debug, Clone)]
-pub struct Roots {
-    /// Stands for `/proc`.
-    pub proc: PathBuf,
-    /// Stands for `/dev`.
-    pub dev: PathBuf,
-    /// Stands for `/etc`.
-    pub etc: PathBuf,
-}
-
-impl Default for Roots {
-    fn default() -> Roots {
-        Roots {
-            proc: "/proc".into(),
-            dev: "/dev".into(),
-            etc: "/etc".into(),
-        }
-    }
-}
-
-impl Roots {
-    /// An absolute path under `/dev` or `/etc`, moved under the matching root.
-    fn map(&self, abs: &str) -> PathBuf {
-        for (prefix, root) in [("/dev/", &self.dev), ("/etc/", &self.etc)] {
-            if let Some(rest) = abs.strip_prefix(prefix) {
-                return root.join(rest);
-            }
-        }
-        PathBuf::from(abs)
-    }
-}
+/// Where the gatherer looks (only `proc`, `dev` and `etc` are read).
+pub use launchguard_core::host::Roots;
 
 /// Gathers the IMEX family's facts from this node.
-pub fn gather(_ctx: &Ctx) -> ImexFacts {
-    gather_at(&Roots::default())
+pub fn gather(ctx: &Ctx) -> ImexFacts {
+    gather_at(&ctx.roots)
 }
 
 /// The Linux device number's major and minor (glibc's `gnu_dev_major`/`gnu_dev_minor` encoding).

@@ -2,6 +2,9 @@
 //! `/etc`, munged…). Each `gather` returns the family's facts for the pure evaluators in
 //! `launchguard_core::node`; nothing here judges. Facts that rarely change (hardware, the pmix
 //! plugin's library directory) are cached in [`Ctx`] and refreshed when their files change.
+//!
+//! Every gatherer reads `/sys`, `/proc`, `/dev` and `/etc` through [`Ctx::roots`]
+//! ([`launchguard_core::host::Roots`]), so a test points them all at a fixture tree at once.
 
 pub mod devices;
 pub mod enroot;
@@ -15,6 +18,7 @@ pub mod slurm_conf;
 pub mod util;
 
 use crate::config::Config;
+use launchguard_core::host::{short_hostname, Roots};
 use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -26,6 +30,8 @@ pub type PmixScan = (PathBuf, i64, u64, Vec<String>);
 pub struct Ctx {
     /// The configuration.
     pub cfg: Config,
+    /// Where `/sys`, `/proc`, `/dev` and `/etc` are read ([`Roots::system`] but in tests).
+    pub roots: Roots,
     /// The hardware (`slurmd -C`'s facts), read once.
     pub hardware: std::sync::OnceLock<Result<launchguard_core::node::slurm_conf::Hardware, String>>,
     /// pmix plugin scans, keyed by (path, mtime, size).
@@ -35,10 +41,16 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// A context over a config.
+    /// A context over a config, reading the system's own trees.
     pub fn new(cfg: Config) -> Ctx {
+        Ctx::with_roots(cfg, Roots::system())
+    }
+
+    /// A context over a config that reads `/sys`, `/proc`, `/dev` and `/etc` under `roots`.
+    pub fn with_roots(cfg: Config, roots: Roots) -> Ctx {
         Ctx {
             cfg,
+            roots,
             hardware: std::sync::OnceLock::new(),
             pmix_cache: Mutex::new(vec![]),
             scontrol_plugstack: Mutex::new(None),
@@ -62,7 +74,7 @@ impl Ctx {
                 return n;
             }
         }
-        let host = node_name();
+        let host = short_hostname(&self.roots);
         conf.and_then(|c| c.node_name_for_host(&host))
             .unwrap_or(host)
     }
@@ -77,8 +89,8 @@ impl Ctx {
     }
 }
 
-/// This node's short hostname (what slurmd uses as its NodeName by default).
+/// This node's short hostname (what slurmd uses as its NodeName by default), from the system's
+/// `/proc` ([`launchguard_core::host::short_hostname`]).
 pub fn node_name() -> String {
-    let h = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    h.trim().split('.').next().unwrap_or("").to_string()
+    short_hostname(&Roots::system())
 }

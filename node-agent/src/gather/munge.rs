@@ -3,6 +3,7 @@
 
 use super::util;
 use super::Ctx;
+use launchguard_core::host::Roots;
 use launchguard_core::node::munge::{Daemon, KeyStat, MungeFacts, SharedCopy};
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::MetadataExt;
@@ -31,7 +32,7 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         Ok(b) => Ok(format!("sha256:{:x}", Sha256::digest(b))),
         Err(e) => Err(e.to_string()),
     };
-    let daemon = match daemon(&m.pid_file) {
+    let daemon = match daemon(&ctx.roots, &m.pid_file) {
         // No usable pid file (munged started with another --pid-file, a source build under
         // /usr/local/var): a socket that accepts a connection is a running munged.
         Daemon::NotRunning(why) if std::os::unix::net::UnixStream::connect(&m.socket).is_ok() => {
@@ -72,7 +73,7 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
 }
 
 /// munged from its pid file: alive, and when it started (from `/proc/PID/stat` and the boot time).
-fn daemon(pid_file: &Path) -> Daemon {
+fn daemon(roots: &Roots, pid_file: &Path) -> Daemon {
     let pid = match super::util::read_bytes(pid_file, 64)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
     {
@@ -82,7 +83,7 @@ fn daemon(pid_file: &Path) -> Daemon {
         },
         Err(e) => return Daemon::NotRunning(format!("{}: {e}", pid_file.display())),
     };
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+    let Ok(stat) = std::fs::read_to_string(roots.proc.join(format!("{pid}/stat"))) else {
         return Daemon::NotRunning(format!(
             "pid {pid} from {} is not alive",
             pid_file.display()
@@ -97,17 +98,17 @@ fn daemon(pid_file: &Path) -> Daemon {
     }
     Daemon::Running {
         pid,
-        started: start_time(&stat),
+        started: start_time(roots, &stat),
     }
 }
 
 /// A process's start in seconds since the epoch: field 22 of `/proc/PID/stat` (clock ticks after
 /// boot) plus `btime` from `/proc/stat`.
-fn start_time(stat: &str) -> Option<i64> {
+fn start_time(roots: &Roots, stat: &str) -> Option<i64> {
     let after = &stat[stat.rfind(')')? + 2..];
     let ticks: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
     let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
-    let btime: i64 = std::fs::read_to_string("/proc/stat")
+    let btime: i64 = std::fs::read_to_string(roots.proc.join("stat"))
         .ok()?
         .lines()
         .find_map(|l| l.strip_prefix("btime "))?

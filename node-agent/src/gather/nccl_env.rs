@@ -26,11 +26,14 @@ pub fn gather(ctx: &Ctx) -> NcclEnvFacts {
         "efa" => Some(Fabric::Efa),
         "ib" => Some(Fabric::Ib),
         _ => {
-            let drivers: Vec<String> = super::devices::hcas().into_iter().map(|(_, d)| d).collect();
+            let drivers: Vec<String> = super::devices::hcas(&ctx.roots)
+                .into_iter()
+                .map(|(_, d)| d)
+                .collect();
             detect_fabric(&drivers)
         }
     };
-    let interfaces = std::fs::read_dir("/sys/class/net")
+    let interfaces = std::fs::read_dir(ctx.roots.sys.join("class/net"))
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())

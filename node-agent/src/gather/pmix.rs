@@ -84,8 +84,8 @@ fn embedded_dirs(so: &Path) -> Vec<String> {
 
 /// Paths ld.so.cache maps `name` to that exist (the cache stores the full path of every entry as a
 /// NUL-terminated string; an entry whose file is gone does not load).
-fn in_ld_cache(name: &str) -> Option<String> {
-    let c = super::util::read_bytes(Path::new("/etc/ld.so.cache"), 64 << 20).ok()?;
+fn in_ld_cache(roots: &launchguard_core::host::Roots, name: &str) -> Option<String> {
+    let c = super::util::read_bytes(&roots.etc.join("ld.so.cache"), 64 << 20).ok()?;
     let suffix = format!("/{name}");
     c.split(|b| *b == 0)
         .filter_map(|s| std::str::from_utf8(s).ok())
@@ -141,7 +141,7 @@ pub fn gather(ctx: &Ctx) -> PmixFacts {
         mpi_types: types,
         plugins,
         mpi_default,
-        lib_package: if Path::new("/etc/debian_version").exists() {
+        lib_package: if ctx.roots.etc.join("debian_version").exists() {
             "libpmix-dev (it provides the libpmix.so the plugin loads)"
         } else {
             "pmix (and pmix-devel for the unversioned libpmix.so)"
@@ -180,7 +180,7 @@ fn find_lib(ctx: &Ctx, so: &Path) -> Result<String, Vec<String>> {
         searched.push(d.to_string());
     }
     if dirs.is_empty() {
-        if let Some(p) = in_ld_cache("libpmix.so") {
+        if let Some(p) = in_ld_cache(&ctx.roots, "libpmix.so") {
             return Ok(p);
         }
         searched.push("ld.so.cache".into());

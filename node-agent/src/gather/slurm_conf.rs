@@ -43,8 +43,8 @@ pub fn read(path: &Path) -> Result<SlurmConf, String> {
 }
 
 /// The node's hardware, as `slurmd -C` computes it.
-pub fn hardware() -> Result<Hardware, String> {
-    let base = Path::new("/sys/devices/system/cpu");
+pub fn hardware(roots: &launchguard_core::host::Roots) -> Result<Hardware, String> {
+    let base = roots.sys.join("devices/system/cpu");
     let online = util::read_text(&base.join("online")).map_err(|e| format!("cpu/online: {e}"))?;
     let cpus = launchguard_core::checks::env::count_cpu_list(online.trim())
         .ok_or_else(|| format!("cannot parse cpu/online '{}'", online.trim()))?;
@@ -65,7 +65,7 @@ pub fn hardware() -> Result<Hardware, String> {
     let sockets = packages.len().max(1) as u32;
     let cores_total = cores.len().max(1) as u32;
     let meminfo =
-        util::read_text(Path::new("/proc/meminfo")).map_err(|e| format!("/proc/meminfo: {e}"))?;
+        util::read_text(&roots.proc.join("meminfo")).map_err(|e| format!("/proc/meminfo: {e}"))?;
     let kb: u64 = meminfo
         .lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))
@@ -110,7 +110,7 @@ pub fn gather(ctx: &Ctx) -> SlurmConfFacts {
         path: path.display().to_string(),
         conf,
         node,
-        hw: ctx.hardware.get_or_init(hardware).clone(),
+        hw: ctx.hardware.get_or_init(|| hardware(&ctx.roots)).clone(),
         gres_gpu_files: gres,
         missing_gpu_files: missing,
     }

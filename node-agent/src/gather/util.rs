@@ -1,73 +1,17 @@
-//! Small I/O helpers with bounds: file reads capped in size, child processes with a deadline, and
+//! Small I/O helpers with bounds: file reads capped in size and child processes with a deadline
+//! (both shared with the plugin and the sweep: `launchguard_core::host`), line reading and
 //! last-component globs.
 
+use launchguard_core::host::process::{self, Limits};
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Largest config file read (bytes); a larger one is read up to this size.
 pub const MAX_READ: u64 = 4 << 20;
 
-/// Opens a regular file for reading without blocking on a FIFO or device swapped in after a `stat`
-/// (`O_NONBLOCK`, then `fstat`); `follow`: whether a final symlink is followed (`O_NOFOLLOW` when
-/// not). Errors: the open's own, `InvalidInput` "not a regular file" for a FIFO, device, socket
-/// or directory (reading one could block or never end).
-pub fn open_regular(p: &Path, follow: bool) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut flags = nix::fcntl::OFlag::O_NONBLOCK;
-    if !follow {
-        flags |= nix::fcntl::OFlag::O_NOFOLLOW;
-    }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits())
-        .open(p)?;
-    let m = f.metadata()?;
-    if !m.is_file() {
-        let what = if m.is_dir() {
-            "a directory, not a regular file"
-        } else {
-            "not a regular file"
-        };
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
-    }
-    Ok(f)
-}
-
-/// Reads at most `max` bytes of a regular file, without blocking on a FIFO or device (refused:
-/// `/dev/zero` named by mistake costs nothing).
-pub fn read_bytes(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let f = open_regular(path, true)?;
-    let mut buf = vec![];
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(buf)
-}
-
-/// Reads a whole regular file of at most `max` bytes (a config: a cut file would mean something
-/// else), without blocking on a FIFO or device: larger files are refused with `FileTooLarge`-like
-/// `InvalidData` naming the cap.
-pub fn read_whole(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let f = open_regular(path, true)?;
-    let mut buf = vec![];
-    f.take(max + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > max {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} KiB", max / 1024),
-        ));
-    }
-    Ok(buf)
-}
-
-/// Reads a regular file of at most `max` bytes without following a final symlink and without
-/// blocking on a FIFO or device swapped in after the `stat` ([`open_regular`]).
-pub fn read_regular(p: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let f = open_regular(p, false)?;
-    let mut buf = vec![];
-    f.take(max).read_to_end(&mut buf)?;
-    Ok(buf)
-}
+pub use launchguard_core::host::files::{open_regular, read_bytes, read_regular, read_whole};
 
 /// Calls `f(line, cut)` for every line of `r`, without its `\n` or `\r\n`, holding at most `max`
 /// bytes of a line: the rest of a longer line is skipped and `cut` is true. Memory stays at `max`
@@ -205,56 +149,24 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Runs `cmd` with `input` on stdin and a deadline; the child is killed at the deadline.
+/// Runs `cmd` with `input` on stdin and a deadline ([`launchguard_core::host::process::run`] with
+/// [`Limits::probe`]: 64 KiB of each stream kept); the child is killed at the deadline.
 /// Errors: could not start, timed out (message says which).
 pub fn run(mut cmd: Command, input: Option<&[u8]>, deadline: Duration) -> Result<Output, String> {
-    let what = format!("{:?}", cmd.get_program());
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
+    let f =
+        process::run(&mut cmd, input, &Limits::probe(deadline), None).map_err(|e| e.to_string())?;
+    if f.timed_out {
+        return Err(format!(
+            "{:?} did not finish within {} ms",
+            cmd.get_program(),
+            deadline.as_millis()
+        ));
+    }
+    Ok(Output {
+        ok: f.ok(),
+        stdout: f.stdout,
+        stderr: String::from_utf8_lossy(&f.stderr).into_owned(),
     })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
-    if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
-        use std::io::Write;
-        let _ = stdin.write_all(data);
-    }
-    let start = Instant::now();
-    let mut sleep = Duration::from_micros(50);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let mut out = vec![];
-                let mut err = vec![];
-                if let Some(o) = child.stdout.as_mut() {
-                    let _ = o.take(64 << 10).read_to_end(&mut out);
-                }
-                if let Some(e) = child.stderr.as_mut() {
-                    let _ = e.take(64 << 10).read_to_end(&mut err);
-                }
-                return Ok(Output {
-                    ok: status.success(),
-                    stdout: out,
-                    stderr: String::from_utf8_lossy(&err).into_owned(),
-                });
-            }
-            Ok(None) if start.elapsed() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{what} did not finish within {} ms",
-                    deadline.as_millis()
-                ));
-            }
-            Ok(None) => {
-                std::thread::sleep(sleep);
-                sleep = (sleep * 2).min(Duration::from_millis(5));
-            }
-            Err(e) => return Err(format!("waiting for {what}: {e}")),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -290,30 +202,20 @@ mod tests {
     }
 
     #[test]
-    fn open_regular_refuses_fifos_devices_and_directories() {
-        for p in ["/dev/zero", "/dev/null", "/"] {
-            let e = open_regular(Path::new(p), true).unwrap_err();
-            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{p}: {e}");
-        }
-        let dir = std::env::temp_dir().join(format!("lg-fifo-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let fifo = dir.join("fifo");
-        let _ = std::fs::remove_file(&fifo);
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        // Opening a FIFO with no writer must not block.
-        let e = open_regular(&fifo, true).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert!(open_regular(Path::new("/proc/self/status"), true).is_ok());
-    }
-
-    #[test]
     fn a_hung_child_is_killed_at_the_deadline() {
+        let e = run(
+            Command::new("/nonexistent/lg"),
+            None,
+            Duration::from_secs(1),
+        )
+        .err()
+        .unwrap();
+        assert!(e.starts_with("cannot run \"/nonexistent/lg\": "), "{e}");
         let mut c = Command::new("sleep");
         c.arg("5");
-        let t = Instant::now();
+        let t = std::time::Instant::now();
         let e = run(c, None, Duration::from_millis(100)).err().unwrap();
-        assert!(e.contains("did not finish"), "{e}");
+        assert_eq!(e, "\"sleep\" did not finish within 100 ms");
         assert!(t.elapsed() < Duration::from_secs(2));
     }
 }

@@ -1,0 +1,259 @@
+//! What the agent keeps of launch reports: the counters behind `launchguard_reports_total` and
+//! `launchguard_reports_dropped_total`, and the two rings of recent reports (root's and users', so a
+//! user cannot push slurmstepd's reports out), each launch counted once under its worst action.
+
+use crate::config::Reports as ReportsConfig;
+use crate::protocol::Stored;
+use launchguard_core::protocol::Report;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Why something was refused (the `reason` label).
+pub const DROP_REASONS: &[&str] = &[
+    "too_long",
+    "bad_json",
+    "bad_version",
+    "uid_mismatch",
+    "rate",
+    "connections",
+    "idle",
+    "not_root",
+    "truncated",
+    "root_phase",
+];
+/// Report actions counted.
+pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
+
+/// Counters, lock-free.
+#[derive(Default)]
+pub struct Counters {
+    accepted: [AtomicU64; 4],
+    dropped: [AtomicU64; 10],
+}
+
+impl Counters {
+    /// Counts a refusal.
+    pub fn drop_one(&self, reason: &str) {
+        if let Some(i) = DROP_REASONS.iter().position(|r| *r == reason) {
+            self.dropped[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    pub(crate) fn accept(&self, action: &str) {
+        let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
+        self.accepted[i].fetch_add(1, Ordering::Relaxed);
+    }
+    /// Takes back one count of an action (a launch judged again later, counted under its worst verdict).
+    pub(crate) fn unaccept(&self, action: &str) {
+        let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
+        let _ = self.accepted[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            Some(n.saturating_sub(1))
+        });
+    }
+    /// `(action, count)`.
+    pub fn accepted(&self) -> Vec<(&'static str, u64)> {
+        ACTIONS
+            .iter()
+            .zip(&self.accepted)
+            .map(|(a, n)| (*a, n.load(Ordering::Relaxed)))
+            .collect()
+    }
+    /// `(reason, count)`.
+    pub fn dropped(&self) -> Vec<(&'static str, u64)> {
+        DROP_REASONS
+            .iter()
+            .zip(&self.dropped)
+            .map(|(a, n)| (*a, n.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// The report store: counters and the recent reports.
+pub struct ReportStore {
+    /// Recent reports from root peers (slurmstepd), oldest first, at most `reports.history`.
+    pub history: Mutex<VecDeque<Stored>>,
+    /// Recent reports from non-root peers (srun, the task phase), in their own ring so that a user
+    /// cannot push slurmstepd's reports out.
+    pub user_history: Mutex<VecDeque<Stored>>,
+    /// Counters.
+    pub counters: Counters,
+    /// The action each launch is counted under, by `(node, job, step)`: slurmstepd reports a step in
+    /// its root phase (`step`, always) and again in its task phase (`task`, with findings), and the
+    /// launch must be counted once, under its worst action. Cleared when it reaches [`LAUNCH_KEYS`].
+    counted: Mutex<HashMap<(String, u64, u64), &'static str>>,
+    /// Reports kept per ring (`reports.history`).
+    history_len: usize,
+}
+
+impl ReportStore {
+    /// An empty store keeping `cfg.history` reports per ring.
+    pub fn new(cfg: &ReportsConfig) -> ReportStore {
+        ReportStore {
+            history: Mutex::new(VecDeque::with_capacity(cfg.history.min(4096))),
+            user_history: Mutex::new(VecDeque::with_capacity(cfg.history.min(4096))),
+            counters: Counters::default(),
+            counted: Mutex::new(HashMap::new()),
+            history_len: cfg.history,
+        }
+    }
+
+    pub fn store(&self, s: Stored) {
+        let r = &s.report;
+        let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+        let ids = ids.join(",");
+        let job = r.job.map(|j| j.to_string()).unwrap_or_default();
+        let step = r.step.map(|j| j.to_string()).unwrap_or_default();
+        let severity = r
+            .findings
+            .first()
+            .map(|f| f.severity.as_str())
+            .unwrap_or("");
+        let first = r.findings.first().map(|f| f.message.as_str()).unwrap_or("");
+        // Journal: MESSAGE_ID LAUNCH and LAUNCHGUARD_* fields (crate::logging); a launch with an
+        // error-severity finding (one enforce mode rejects) at priority 2, a warning at 4.
+        macro_rules! launch {
+            ($lvl:ident $(, target: $t:expr)?) => {
+                tracing::$lvl!(
+                    $(target: $t,)?
+                    message_id = crate::logging::message_id::LAUNCH,
+                    launchguard.peer_uid = s.peer_uid,
+                    launchguard.job = job.as_str(),
+                    launchguard.step = step.as_str(),
+                    launchguard.uid = r.uid,
+                    launchguard.node = r.node.as_str(),
+                    launchguard.phase = r.phase.as_str(),
+                    launchguard.action = r.action.as_str(),
+                    launchguard.findings = ids.as_str(),
+                    launchguard.severity = severity,
+                    "launch {}{}{}",
+                    r.action,
+                    if first.is_empty() { "" } else { ": " },
+                    first
+                )
+            };
+        }
+        if r.action == "allowed" && r.findings.is_empty() {
+            launch!(info);
+        } else if r.findings.iter().any(|f| f.severity == "error") {
+            launch!(error, target: crate::logging::CRITICAL);
+        } else {
+            launch!(warn);
+        }
+        self.count(r);
+        let ring = if s.peer_uid == 0 {
+            &self.history
+        } else {
+            &self.user_history
+        };
+        let mut h = ring.lock().unwrap_or_else(|p| p.into_inner());
+        while h.len() >= self.history_len {
+            h.pop_front();
+        }
+        h.push_back(s);
+    }
+
+    /// Counts a report: once per launch (`node`, `job`, `step`) under its worst action, so that a step
+    /// allowed in the root phase and rejected in the task phase counts as one rejection.
+    fn count(&self, r: &Report) {
+        let (Some(job), Some(step), true) =
+            (r.job, r.step, matches!(r.phase.as_str(), "step" | "task"))
+        else {
+            self.counters.accept(&r.action);
+            return;
+        };
+        let action: &'static str = ACTIONS
+            .iter()
+            .find(|a| **a == r.action)
+            .copied()
+            .unwrap_or("other");
+        let mut m = self.counted.lock().unwrap_or_else(|p| p.into_inner());
+        let (take_back, add) = tally(&mut m, (r.node.clone(), job, step), action);
+        if let Some(a) = take_back {
+            self.counters.unaccept(a);
+        }
+        if let Some(a) = add {
+            self.counters.accept(a);
+        }
+    }
+
+    /// The last `limit` reports (at most `reports.history`), root's and users' merged by arrival,
+    /// newest last.
+    pub fn recent(&self, limit: usize) -> Vec<Stored> {
+        let limit = limit.min(self.history_len);
+        let mut all: Vec<Stored> = {
+            let h = self.history.lock().unwrap_or_else(|p| p.into_inner());
+            let u = self.user_history.lock().unwrap_or_else(|p| p.into_inner());
+            h.iter()
+                .rev()
+                .take(limit)
+                .chain(u.iter().rev().take(limit))
+                .cloned()
+                .collect()
+        };
+        all.sort_by_key(|s| s.seq);
+        let skip = all.len().saturating_sub(limit);
+        all.into_iter().skip(skip).collect()
+    }
+}
+
+/// Most launches remembered for counting (about 100 bytes each).
+const LAUNCH_KEYS: usize = 16_384;
+
+/// The counting decision for one report of launch `key`: `(count to take back, count to add)`.
+fn tally(
+    m: &mut HashMap<(String, u64, u64), &'static str>,
+    key: (String, u64, u64),
+    action: &'static str,
+) -> (Option<&'static str>, Option<&'static str>) {
+    if m.len() >= LAUNCH_KEYS {
+        m.clear();
+    }
+    match m.get(&key).copied() {
+        None => {
+            m.insert(key, action);
+            (None, Some(action))
+        }
+        Some(prev) if gravity(action) > gravity(prev) => {
+            m.insert(key, action);
+            (Some(prev), Some(action))
+        }
+        Some(_) => (None, None),
+    }
+}
+
+/// Order of actions by gravity (`other` never replaces a counted action).
+fn gravity(action: &str) -> u8 {
+    match action {
+        "rejected" => 3,
+        "warned" => 2,
+        "allowed" => 1,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_is_counted_once_under_its_worst_action() {
+        let mut m = HashMap::new();
+        let k = |j: u64| ("n".to_string(), j, 0);
+        // root phase allowed, task phase rejected: one rejection
+        assert_eq!(tally(&mut m, k(1), "allowed"), (None, Some("allowed")));
+        assert_eq!(
+            tally(&mut m, k(1), "rejected"),
+            (Some("allowed"), Some("rejected"))
+        );
+        // warned twice (root and task phase): one warning
+        assert_eq!(tally(&mut m, k(2), "warned"), (None, Some("warned")));
+        assert_eq!(tally(&mut m, k(2), "warned"), (None, None));
+        // a later, milder report changes nothing
+        assert_eq!(tally(&mut m, k(1), "allowed"), (None, None));
+        // another node's report of the same step is its own launch
+        assert_eq!(
+            tally(&mut m, ("m".to_string(), 1, 0), "allowed"),
+            (None, Some("allowed"))
+        );
+    }
+}
