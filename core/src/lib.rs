@@ -17,6 +17,7 @@ pub mod host;
 pub mod hostlist;
 pub mod node;
 pub mod policy;
+pub mod profile;
 pub mod protocol;
 pub mod release;
 pub mod slurm_conf;

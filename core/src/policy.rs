@@ -344,13 +344,13 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> (Policy, Vec<ArgProblem>) {
                 let v = value.to_ascii_lowercase();
                 if v == "none" {
                     policy.profile = None;
-                } else if crate::checks::nccl_env::profile(&v).is_some() {
+                } else if crate::profile::profile(&v).is_some() {
                     policy.profile = Some(v);
                 } else {
                     problem(format!(
                         "'{}' is not a known profile ({}, none); using no profile",
                         crate::finding::clip(value, 40),
-                        crate::checks::nccl_env::profiles()
+                        crate::profile::profiles()
                             .iter()
                             .map(|p| p.name)
                             .collect::<Vec<_>>()

@@ -5,8 +5,8 @@
 //! which values matter, how serious they are in which context, why (from the NCCL documentation,
 //! "Environment Variables") and the fix.
 
+use crate::model::{CheckOptions, Fabric, Finding, Severity};
 use crate::parse::Parsed;
-use crate::verdict::{CheckOptions, Fabric, Finding, Severity};
 
 /// When a rule applies and how serious it is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 //! `NCCL_SOCKET_IFNAME`, whose `^` prefix excludes).
 
 use crate::log::SocketInterface;
+use crate::model::{Finding, Severity};
 use crate::parse::Parsed;
-use crate::verdict::{Finding, Severity};
 
 /// Why an interface cannot carry traffic between nodes; `None` when it can.
 pub fn bad_reason(name: &str, addr: &str) -> Option<&'static str> {

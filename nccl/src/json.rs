@@ -10,13 +10,13 @@
 //!
 //! Only the keys read below are kept while parsing ([`Slim`]): `env`, per-iteration timings and
 //! per-process time lists are skipped by the parser, so memory follows the useful part of the file
-//! (the whole file is held once, at most [`crate::parse::MAX_JSON`] bytes).
+//! (the whole file is held once, at most [`crate::parsed::MAX_JSON`] bytes).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::log::RankLine;
-use crate::parse::{ParseError, Parsed};
+use crate::parsed::{ParseError, Parsed};
 use crate::table::{Correctness, Footer, Layout, Measurement, Row, Table};
 
 /// Parses nccl-tests JSON; closes a truncated document before giving up.

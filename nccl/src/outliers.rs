@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use crate::model::{Finding, Severity, Verdict};
 use crate::parse::{ParseError, Parsed};
 use crate::table::Placement;
 use crate::units::human_size;
-use crate::verdict::{Finding, Severity, Verdict};
 
 /// What `outliers` compares.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,9 +5,10 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::model::{Severity, Verdict};
 use crate::outliers::{self, OutlierReport};
 use crate::units::human_size;
-use crate::verdict::{FileReport, Severity, Verdict};
+use crate::verdict::FileReport;
 
 /// Combined verdict of several file reports.
 pub fn overall(reports: &[FileReport]) -> Verdict {

@@ -14,8 +14,8 @@
 //! A failure followed by `Using network Socket` on a run across nodes is no-go with the plugin's
 //! own error as the cause; on one node, or when another network was still used, a warning.
 
+use crate::model::{Finding, Severity};
 use crate::parse::Parsed;
-use crate::verdict::{Finding, Severity};
 
 /// The plugin errors of a parsed file, in the plugin's or loader's own words, first one first.
 /// `Failed to initialize NET plugin IB` counts only when NET/IB did not say `No device found`
