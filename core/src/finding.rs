@@ -131,19 +131,49 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// `launchguard: <id>: <what>; <why>; <fix>` on one line. Control and invisible characters inside
-    /// the parts (which could only come from user-controlled values echoed back) are neutralised by
-    /// [`crate::text::printable`], so the finding stays one honest line in a terminal and in slurmd's log.
+    /// The finding's one line, by [`Line`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Line::new(self.id(), &self.what, &self.why, &self.fix).fmt(f)
+    }
+}
+
+/// The one renderer of a finding line, `launchguard: <id>: <what>; <why>; <fix>`, used by every kind
+/// of finding (launch [`Finding`]s, node check [`crate::node::Outcome`]s, `launchguard nccl` verdicts,
+/// sweep findings, the plugin's log lines). Control and invisible characters inside the parts (which
+/// could only come from values echoed back: a node name, an environment value, a log line) are
+/// neutralised by [`crate::text::printable`], so a finding stays one honest line in a terminal, in
+/// slurmd's log and in journald. The ID is printed as given.
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'a> {
+    id: &'a str,
+    what: &'a str,
+    why: &'a str,
+    fix: &'a str,
+}
+
+impl<'a> Line<'a> {
+    /// A line from its ID and three parts.
+    pub fn new(id: &'a str, what: &'a str, why: &'a str, fix: &'a str) -> Line<'a> {
+        Line { id, what, why, fix }
+    }
+}
+
+impl fmt::Display for Line<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "launchguard: {}: {}; {}; {}",
-            self.id(),
-            one_line(&self.what),
-            one_line(&self.why),
-            one_line(&self.fix)
+            self.id,
+            one_line(self.what),
+            one_line(self.why),
+            one_line(self.fix)
         )
     }
+}
+
+/// [`Line`] as a `String`: `launchguard: <id>: <what>; <why>; <fix>`.
+pub fn render_line(id: &str, what: &str, why: &str, fix: &str) -> String {
+    Line::new(id, what, why, fix).to_string()
 }
 
 fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
@@ -178,6 +208,15 @@ mod tests {
             fix: "d".into(),
         };
         assert_eq!(f.to_string(), "launchguard: launch.export_all: a b; c; d");
+    }
+
+    #[test]
+    fn the_renderer_keeps_every_part_on_one_line() {
+        assert_eq!(
+            render_line("nccl.x", "a\r\nb", "c\u{202e}", "d\te"),
+            "launchguard: nccl.x: a  b; c<U+202E>; d e"
+        );
+        assert_eq!(render_line("i", "w", "y", "f"), "launchguard: i: w; y; f");
     }
 
     #[test]

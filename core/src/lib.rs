@@ -20,6 +20,7 @@ pub mod policy;
 pub mod profile;
 pub mod protocol;
 pub mod release;
+pub mod report;
 pub mod slurm_conf;
 pub mod text;
 

@@ -6,7 +6,7 @@
 //! [`Finding`] here is a verdict on a log file (go/no-go, exit 2 for no-go), not a node check's
 //! outcome (`launchguard_core::node::Outcome`, ok/warning/critical/unknown): the severities and
 //! exit codes differ, so the two stay separate types and share only the one-line renderer,
-//! [`launchguard_core::finding::render_line`].
+//! [`launchguard_core::finding::Line`].
 
 use std::fmt;
 
@@ -84,12 +84,9 @@ pub struct Finding {
 }
 
 impl fmt::Display for Finding {
+    /// The one line, by core's renderer ([`launchguard_core::finding::Line`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "launchguard: {}: {}; {}; {}",
-            self.id, self.what, self.why, self.fix
-        )
+        launchguard_core::finding::Line::new(self.id, &self.what, &self.why, &self.fix).fmt(f)
     }
 }
 

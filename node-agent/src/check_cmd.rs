@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use crate::gather::Ctx;
-use crate::registry::{parse_status, NodeReport, Runner};
+use crate::registry::{NodeReport, Runner};
 use launchguard_core::node::{all_checks, Status};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,7 +59,7 @@ pub fn run_once(cfg: Config, only: &[String]) -> NodeReport {
 /// Prints a report as a table: problems first (or every check with `verbose`), then a summary line.
 pub fn print_table(rep: &NodeReport, verbose: bool) {
     for c in &rep.checks {
-        let st = parse_status(&c.status);
+        let st = c.status;
         if st == Status::Ok && !verbose {
             continue;
         }
@@ -73,18 +73,18 @@ pub fn print_table(rep: &NodeReport, verbose: bool) {
                 c.message.strip_prefix(&prefix).unwrap_or(&c.message)
             )
         };
-        println!("{:<8} {:<28}{msg}", c.status.to_uppercase(), c.id);
+        println!("{:<8} {:<28}{msg}", c.status.as_str().to_uppercase(), c.id);
     }
-    let count = |s: &str| rep.checks.iter().filter(|c| c.status == s).count();
+    let count = |s: Status| rep.checks.iter().filter(|c| c.status == s).count();
     println!(
         "{}: {} — {} checks: {} ok, {} warning, {} critical, {} unknown ({:.1} ms)",
         rep.node,
-        rep.status.to_uppercase(),
+        rep.status.as_str().to_uppercase(),
         rep.checks.len(),
-        count("ok"),
-        count("warning"),
-        count("critical"),
-        count("unknown"),
+        count(Status::Ok),
+        count(Status::Warning),
+        count(Status::Critical),
+        count(Status::Unknown),
         rep.duration_ms
     );
 }

@@ -6,7 +6,7 @@
 
 use crate::check_cmd::{load_config, run_once};
 use crate::gather::util;
-use crate::registry::{parse_status, NodeReport};
+use crate::registry::NodeReport;
 use launchguard_core::node::Status;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -89,7 +89,7 @@ pub fn reason(rep: &NodeReport) -> Option<String> {
     let crit: Vec<_> = rep
         .checks
         .iter()
-        .filter(|c| parse_status(&c.status) == Status::Critical)
+        .filter(|c| c.status == Status::Critical)
         .collect();
     let first = crit.first()?;
     // "launchguard: <id>: <what>" (the message's first part), plus how many more.
@@ -177,12 +177,7 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let status = |id: &str| {
-        rep.checks
-            .iter()
-            .find(|c| c.id == id)
-            .map(|c| parse_status(&c.status))
-    };
+    let status = |id: &str| rep.checks.iter().find(|c| c.id == id).map(|c| c.status);
     let action = decide(&state, want.as_deref(), &status);
     let drain = cfg.health.drain && !a.dry_run;
     let verb = if drain { "" } else { "would " };
@@ -190,7 +185,7 @@ pub fn run(a: &Args) -> ExitCode {
         Action::None => {
             println!(
                 "launchguard: health: {node}: {} ({}), nothing to change",
-                rep.status.to_uppercase(),
+                rep.status.as_str().to_uppercase(),
                 state.state
             );
             Ok(())

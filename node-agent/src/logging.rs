@@ -8,7 +8,7 @@
 //! follows syslog(3): a CRITICAL finding is 2 (crit), a WARNING or UNKNOWN one 4 (warning), a
 //! cleared finding and an allowed launch 5 (notice), other errors of the agent itself 3 (err).
 
-use crate::registry::{parse_status, NodeReport};
+use crate::registry::NodeReport;
 use launchguard_core::node::Status;
 use std::collections::HashMap;
 use tracing_journald::{Priority, PriorityMappings};
@@ -142,12 +142,12 @@ pub fn init(level: LevelFilter, stderr: bool) -> &'static str {
 /// (journal: `LAUNCHGUARD_CHECK`, `LAUNCHGUARD_SEVERITY`). CRITICAL goes out at journal priority 2.
 pub(crate) fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) {
     for c in &rep.checks {
-        let before = prev.insert(c.id.clone(), c.status.clone());
+        let before = prev.insert(c.id.clone(), c.status.as_str().to_string());
         if before.as_deref() == Some(c.status.as_str()) {
             continue;
         }
-        let severity = c.status.to_ascii_lowercase();
-        match parse_status(&c.status) {
+        let severity = c.status.as_str();
+        match c.status {
             Status::Ok if before.is_some() => tracing::info!(
                 message_id = message_id::CLEARED,
                 launchguard.check = c.id.as_str(),
@@ -159,7 +159,7 @@ pub(crate) fn log_changes(prev: &mut HashMap<String, String>, rep: &NodeReport) 
             Status::Warning | Status::Unknown => tracing::warn!(
                 message_id = message_id::FINDING,
                 launchguard.check = c.id.as_str(),
-                launchguard.severity = severity.as_str(),
+                launchguard.severity = severity,
                 "{}",
                 c.message
             ),

@@ -2,7 +2,7 @@
 //! written atomically (a temporary file in the same directory, then `rename`), so the collector never
 //! reads half a file. Names follow Prometheus conventions: `_total` counters, `_seconds` units.
 
-use crate::registry::{parse_status, NodeReport};
+use crate::registry::NodeReport;
 use crate::reports::Counters;
 use std::fmt::Write;
 use std::path::Path;
@@ -24,7 +24,7 @@ pub fn render(rep: Option<&NodeReport>, counters: &Counters) -> String {
                 o,
                 "launchguard_check_status{{check=\"{}\"}} {}",
                 esc(&c.id),
-                parse_status(&c.status).code()
+                c.status.exit_code()
             );
         }
         let _ = writeln!(o, "# HELP launchguard_node_status Worst node check status: 0 ok, 1 warning, 2 critical, 3 unknown.");

@@ -5,7 +5,7 @@
 
 use crate::gather::{self, Ctx};
 use launchguard_core::node::{all_checks, Outcome, Status};
-use serde::Serialize;
+pub use launchguard_core::report::{CheckLine, NodeReport};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -223,61 +223,6 @@ pub const FAMILIES: &[Family] = &[
     },
 ];
 
-/// One check's line in a report.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct CheckLine {
-    /// Check ID.
-    pub id: String,
-    /// `ok|warning|critical|unknown`.
-    pub status: String,
-    /// The one-line finding (empty when ok).
-    pub message: String,
-    /// Milliseconds its family took to gather and judge (the wait, for one that timed out).
-    pub duration_ms: f64,
-}
-
-/// One run of the node checks: what `launchguard check --json` prints and `status` returns.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct NodeReport {
-    /// Format version of this object (1).
-    pub schema: u32,
-    /// This node's name.
-    pub node: String,
-    /// launchguard's version.
-    pub launchguard_version: String,
-    /// Worst status over the checks.
-    pub status: String,
-    /// 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
-    pub exit_code: u8,
-    /// Wall time of the whole run in milliseconds.
-    pub duration_ms: f64,
-    /// Seconds since the epoch when the run finished.
-    pub timestamp: u64,
-    /// Every check run.
-    pub checks: Vec<CheckLine>,
-    /// Values that must be identical across nodes (digests, versions).
-    pub facts: BTreeMap<String, String>,
-}
-
-impl NodeReport {
-    /// The worst status.
-    pub fn worst(&self) -> Status {
-        self.checks
-            .iter()
-            .fold(Status::Ok, |w, c| w.worst(parse_status(&c.status)))
-    }
-}
-
-/// `ok|warning|critical|unknown` → [`Status`] (anything else is UNKNOWN).
-pub fn parse_status(s: &str) -> Status {
-    match s {
-        "ok" => Status::Ok,
-        "warning" => Status::Warning,
-        "critical" => Status::Critical,
-        _ => Status::Unknown,
-    }
-}
-
 /// Runs the families on blocking threads with timeouts; remembers which are still running.
 pub struct Runner {
     ctx: Arc<Ctx>,
@@ -375,7 +320,7 @@ impl Runner {
                     for o in r.outcomes.into_iter().filter(|o| ids.contains(&o.id)) {
                         checks.push(CheckLine {
                             id: o.id.into(),
-                            status: o.status.as_str().into(),
+                            status: o.status,
                             message: o.message(),
                             duration_ms: ms,
                         });
@@ -390,7 +335,7 @@ impl Runner {
                         let o = Outcome::unknown(id, e.clone());
                         checks.push(CheckLine {
                             id: id.into(),
-                            status: o.status.as_str().into(),
+                            status: o.status,
                             message: o.message(),
                             duration_ms: ms,
                         });
@@ -402,7 +347,7 @@ impl Runner {
             schema: 1,
             node: gather::node_name(),
             launchguard_version: env!("CARGO_PKG_VERSION").into(),
-            status: String::new(),
+            status: Status::Ok,
             exit_code: 0,
             duration_ms: start.elapsed().as_secs_f64() * 1e3,
             timestamp: std::time::SystemTime::now()
@@ -413,8 +358,8 @@ impl Runner {
             facts,
         };
         let w = rep.worst();
-        rep.status = w.as_str().into();
-        rep.exit_code = w.code();
+        rep.status = w;
+        rep.exit_code = w.exit_code();
         rep
     }
 }

@@ -378,11 +378,14 @@ fn send_report(st: &StepState, phase: &str, line: &str) {
 /// it releases the task, then nothing until `task_exit`). Says so once per step and node, in
 /// slurmd's log and to the agent; not to the user, who cannot change the plugstack.
 fn blind_step(st: &StepState) {
-    let line = format!(
-        "launchguard: node.plugstack.order: job {}.{} runs in a Pyxis container but launchguard is listed before Pyxis, \
-         so its task_init ran before Pyxis entered the container and the image's NCCL/FI variables and the container's devices were not judged; \
-         name launchguard's drop-in /etc/slurm/plugstack.conf.d/zz-launchguard.conf so it sorts after pyxis.conf",
-        st.job, st.step
+    let line = launchguard_core::finding::render_line(
+        "node.plugstack.order",
+        &format!(
+            "job {}.{} runs in a Pyxis container but launchguard is listed before Pyxis",
+            st.job, st.step
+        ),
+        "its task_init ran before Pyxis entered the container, so the image's NCCL/FI variables and the container's devices were not judged",
+        "name launchguard's drop-in /etc/slurm/plugstack.conf.d/zz-launchguard.conf so it sorts after pyxis.conf",
     );
     ffi::log_info(&format!("{line} ({})", st.label));
     send_report(

@@ -5,55 +5,14 @@ use std::fmt;
 
 use serde::Serialize;
 
-/// Monitoring-plugin severities, ordered by how much they decide the exit code: critical outranks
-/// unknown (as `launchguard nccl` does), unknown outranks warning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Nothing wrong (exit 0).
-    Ok,
-    /// Something to look at (exit 1).
-    Warning,
-    /// Could not be judged (exit 3).
-    Unknown,
-    /// Broken (exit 2).
-    Critical,
-}
+/// A sweep finding's severity is a node check's status (`ok|warning|critical|unknown`, exit
+/// 0/1/2/3, critical outranks unknown outranks warning): one type, core's.
+pub use launchguard_core::node::Status as Severity;
 
-impl Severity {
-    /// Exit code: 0 ok, 1 warning, 2 critical, 3 unknown.
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Severity::Ok => 0,
-            Severity::Warning => 1,
-            Severity::Critical => 2,
-            Severity::Unknown => 3,
-        }
-    }
-
-    /// Reads the check contract's `status` (`ok|warning|critical|unknown`).
-    pub fn parse(s: &str) -> Option<Severity> {
-        match s {
-            "ok" => Some(Severity::Ok),
-            "warning" => Some(Severity::Warning),
-            "critical" => Some(Severity::Critical),
-            "unknown" => Some(Severity::Unknown),
-            _ => None,
-        }
-    }
-
-    /// Lower-case name, as in the check contract.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Ok => "ok",
-            Severity::Warning => "warning",
-            Severity::Critical => "critical",
-            Severity::Unknown => "unknown",
-        }
-    }
-}
-
-/// One finding of the sweep.
+/// One finding of the sweep. Not [`launchguard_core::node::Outcome`]: a sweep finding is about a set
+/// of nodes (`nodes`), may come from another node's report (its `line` is then that node's message,
+/// kept as it was) and is serialised in `launchguard sweep --json`; an outcome is one check on this
+/// node. Both render through [`launchguard_core::finding::render_line`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Stable ID: `cluster.munge_key_digest`, `cluster.node_unreachable`, `nccl.bad_node`, or a node
@@ -81,7 +40,7 @@ impl Finding {
             id: id.to_string(),
             severity,
             nodes,
-            line: format!("launchguard: {id}: {what}; {why}; {fix}"),
+            line: launchguard_core::finding::render_line(id, what, why, fix),
         }
     }
 }

@@ -4,9 +4,11 @@
 //! pretty-printed, either works). Lines are grouped by task, so output interleaved between nodes is
 //! attributed correctly; a node's report is judged only from its own lines.
 //!
-//! The contract (node-agent's `check --json`): `{"schema":1,"node":…,"launchguard_version":…,
-//! "status":"ok|warning|critical|unknown","exit_code":N,"duration_ms":…,"checks":[{"id","status",
-//! "message","duration_ms"}],"facts":{"munge_key_digest":…,…}}`.
+//! The contract is [`launchguard_core::report::NodeReport`] (node-agent's `check --json`). It is read
+//! here field by field rather than deserialised into that type, because the sweep must judge nodes
+//! that run other launchguard versions: missing fields, non-string facts and an unknown check
+//! status (read as UNKNOWN) are tolerated, and only what the comparison needs is kept
+//! ([`NodeReport`] below is that digest, not a second schema).
 
 use std::collections::BTreeMap;
 
@@ -73,7 +75,7 @@ pub fn parse_report(node: &str, json: &str) -> Result<NodeReport, String> {
     let status = obj
         .get("status")
         .and_then(|s| s.as_str())
-        .and_then(Severity::parse)
+        .and_then(|s| s.parse::<Severity>().ok())
         .ok_or("no valid \"status\"")?;
     let mut failures = Vec::new();
     let mut checks = 0;
@@ -87,7 +89,7 @@ pub fn parse_report(node: &str, json: &str) -> Result<NodeReport, String> {
         let st = c
             .get("status")
             .and_then(|s| s.as_str())
-            .and_then(Severity::parse)
+            .and_then(|s| s.parse::<Severity>().ok())
             .unwrap_or(Severity::Unknown);
         if st != Severity::Ok {
             failures.push(CheckResult {

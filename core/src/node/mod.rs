@@ -17,22 +17,33 @@ pub mod slurm_conf;
 use std::fmt;
 
 /// How a node check came out, in the monitoring-plugin order (`0 OK`, `1 WARNING`, `2 CRITICAL`,
-/// `3 UNKNOWN`); [`Status::worst`] ranks UNKNOWN below CRITICAL but above WARNING.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// `3 UNKNOWN`). The variants are declared (and so ordered by `Ord`) by how bad they are:
+/// CRITICAL > UNKNOWN > WARNING > OK, which is what [`Status::worst`] and `max` pick.
+///
+/// The same type is a node report's `status` (`launchguard check --json`, `"ok"` … `"unknown"` with
+/// the `serde` feature) and a sweep finding's severity; `launchguard nccl`'s
+/// `launchguard_nccl::model::Severity` stays its own type (go/warn/no-go over a log file, not a
+/// node's health).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "lowercase")
+)]
 pub enum Status {
     /// Nothing wrong.
     Ok,
     /// Worth fixing; jobs still run.
     Warning,
-    /// Jobs on this node fail or run far below speed; `launchguard health` drains for these.
-    Critical,
     /// The facts could not be gathered (timeout, permission): never a node fault.
     Unknown,
+    /// Jobs on this node fail or run far below speed; `launchguard health` drains for these.
+    Critical,
 }
 
 impl Status {
     /// The monitoring-plugin exit code: 0, 1, 2, 3.
-    pub fn code(self) -> u8 {
+    pub fn exit_code(self) -> u8 {
         match self {
             Status::Ok => 0,
             Status::Warning => 1,
@@ -51,28 +62,42 @@ impl Status {
         }
     }
 
-    fn rank(self) -> u8 {
-        match self {
-            Status::Ok => 0,
-            Status::Warning => 1,
-            Status::Unknown => 2,
-            Status::Critical => 3,
-        }
-    }
-
     /// The worse of the two: CRITICAL > UNKNOWN > WARNING > OK.
     pub fn worst(self, other: Status) -> Status {
-        if other.rank() > self.rank() {
-            other
-        } else {
-            self
-        }
+        self.max(other)
     }
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A `status` string that is not `ok`, `warning`, `critical` or `unknown`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownStatus;
+
+impl fmt::Display for UnknownStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not one of ok, warning, critical, unknown")
+    }
+}
+
+impl std::error::Error for UnknownStatus {}
+
+impl std::str::FromStr for Status {
+    type Err = UnknownStatus;
+
+    /// Reads `ok|warning|critical|unknown` (exactly, lower-case), as [`Status::as_str`] writes it.
+    fn from_str(s: &str) -> Result<Status, UnknownStatus> {
+        match s {
+            "ok" => Ok(Status::Ok),
+            "warning" => Ok(Status::Warning),
+            "critical" => Ok(Status::Critical),
+            "unknown" => Ok(Status::Unknown),
+            _ => Err(UnknownStatus),
+        }
     }
 }
 
@@ -131,19 +156,13 @@ impl Outcome {
         )
     }
 
-    /// `launchguard: <id>: <what>; <why>; <fix>`, or empty for an OK outcome.
+    /// `launchguard: <id>: <what>; <why>; <fix>` ([`crate::finding::Line`]), or empty for an OK
+    /// outcome.
     pub fn message(&self) -> String {
         if self.status == Status::Ok {
             return String::new();
         }
-        let one = |s: &str| s.replace(['\n', '\r'], " ");
-        format!(
-            "launchguard: {}: {}; {}; {}",
-            self.id,
-            one(&self.what),
-            one(&self.why),
-            one(&self.fix)
-        )
+        crate::finding::render_line(self.id, &self.what, &self.why, &self.fix)
     }
 }
 
@@ -213,6 +232,20 @@ mod tests {
         assert_eq!(Status::Warning.worst(Status::Unknown), Status::Unknown);
         assert_eq!(Status::Critical.worst(Status::Unknown), Status::Critical);
         assert_eq!(Status::Unknown.worst(Status::Ok), Status::Unknown);
+    }
+
+    #[test]
+    fn status_strings_read_back_and_nothing_else_does() {
+        for st in [
+            Status::Ok,
+            Status::Warning,
+            Status::Critical,
+            Status::Unknown,
+        ] {
+            assert_eq!(st.as_str().parse::<Status>(), Ok(st));
+        }
+        assert_eq!("OK".parse::<Status>(), Err(UnknownStatus));
+        assert_eq!("".parse::<Status>(), Err(UnknownStatus));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! sockets, cores, threads or less memory than configured is set DRAIN/DOWN; fewer configured is fine.
 
 use super::{quote, Outcome, Status};
-use crate::slurm_conf::SlurmConf;
+use crate::slurm_conf::{NodeLine, SlurmConf};
 
 /// Check IDs and descriptions of this family.
 pub const CHECKS: &[(&str, &str)] = &[
@@ -48,7 +48,7 @@ pub struct SlurmConfFacts {
     /// slurm.conf's path.
     pub path: String,
     /// The parsed file, or why it could not be read.
-    pub conf: Result<SlurmConf, String>,
+    pub conf: Result<SlurmConf, ConfReadError>,
     /// The name slurmd uses for this node (its hostname).
     pub node: String,
     /// The hardware (`Err`: could not be read).
@@ -73,49 +73,104 @@ pub fn gres_gpu_count(gres: &str) -> u32 {
         .sum()
 }
 
-/// Judges the slurm_conf family: one outcome per ID of [`CHECKS`].
+/// Why slurm.conf could not be read: absent is not a fault by itself (a configless node before
+/// slurmd fetched it, a login node), unreadable is. The message is the operating system's, as
+/// `std::io::Error` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfReadError {
+    /// The file does not exist.
+    Absent(String),
+    /// It exists but could not be read (permissions, I/O error, a directory).
+    Unreadable(String),
+}
+
+impl std::fmt::Display for ConfReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfReadError::Absent(e) | ConfReadError::Unreadable(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for ConfReadError {}
+
+impl From<std::io::Error> for ConfReadError {
+    fn from(e: std::io::Error) -> ConfReadError {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ConfReadError::Absent(e.to_string())
+        } else {
+            ConfReadError::Unreadable(e.to_string())
+        }
+    }
+}
+
+/// Judges the slurm_conf family: one outcome per ID of [`CHECKS`], in that order.
 pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
-    let path = quote(&f.path);
     let conf = match &f.conf {
         Ok(c) => c,
         Err(e) => {
-            // Absent is not a fault by itself (a configless node before slurmd fetched it, a login
-            // node): slurmd says so loudly if it needs the file. Unreadable is a fault.
-            let absent = e.contains("No such file");
-            let mut out = vec![if absent {
-                Outcome::unknown(
-                    "node.slurm_conf.parse",
-                    format!("no slurm.conf at {path} (configless?)"),
-                )
-            } else {
-                Outcome::new(
-                    "node.slurm_conf.parse",
-                    Status::Critical,
-                    format!("cannot read {path}: {e}"),
-                    "slurmd and every Slurm command on this node need it",
-                    "make it readable (mode 0644), or set slurm_conf in launchguard.toml",
-                )
-            }];
+            let mut out = vec![check_slurm_conf_unreadable(f, e)];
             for (id, _) in &CHECKS[1..] {
                 out.push(Outcome::unknown(id, "slurm.conf unreadable"));
             }
             return out;
         }
     };
-    let mut out = vec![];
     let line = conf.node(&f.node);
-    out.push(match (line, conf.problems.first()) {
-        (None, _) => Outcome::new(
+    let mut out = vec![check_slurm_conf_parse(f, conf, line.is_some())];
+    let Some(line) = line else {
+        for (id, _) in &CHECKS[1..] {
+            out.push(Outcome::unknown(id, "this node is not in slurm.conf"));
+        }
+        return out;
+    };
+    match &f.hw {
+        Ok(hw) => {
+            out.push(check_slurm_conf_cpus(f, line, hw));
+            out.push(check_slurm_conf_real_memory(f, conf, line, hw));
+        }
+        Err(e) => {
+            for id in ["node.slurm_conf.cpus", "node.slurm_conf.real_memory"] {
+                out.push(Outcome::unknown(id, format!("hardware unknown: {e}")));
+            }
+        }
+    }
+    out.push(check_slurm_conf_gres(f, line));
+    out
+}
+
+/// `node.slurm_conf.parse` when the file could not be read.
+fn check_slurm_conf_unreadable(f: &SlurmConfFacts, e: &ConfReadError) -> Outcome {
+    let path = quote(&f.path);
+    match e {
+        ConfReadError::Absent(_) => Outcome::unknown(
+            "node.slurm_conf.parse",
+            format!("no slurm.conf at {path} (configless?)"),
+        ),
+        ConfReadError::Unreadable(_) => Outcome::new(
             "node.slurm_conf.parse",
             Status::Critical,
-            format!("{path} defines no node named {}", quote(&f.node)),
+            format!("cannot read {path}: {e}"),
+            "slurmd and every Slurm command on this node need it",
+            "make it readable (mode 0644), or set slurm_conf in launchguard.toml",
+        ),
+    }
+}
+
+/// `node.slurm_conf.parse`: the file names this node and has no problems.
+fn check_slurm_conf_parse(f: &SlurmConfFacts, conf: &SlurmConf, has_node: bool) -> Outcome {
+    match (has_node, conf.problems.first()) {
+        (false, _) => Outcome::new(
+            "node.slurm_conf.parse",
+            Status::Critical,
+            format!("{} defines no node named {}", quote(&f.path), quote(&f.node)),
             "slurmd refuses to start on a node slurm.conf does not list",
             format!(
                 "add it, e.g. the line `slurmd -C` prints: NodeName={} CPUs=… RealMemory=…, then scontrol reconfigure",
                 f.node
             ),
         ),
-        (Some(_), Some(p)) => Outcome::new(
+        (true, Some(p)) => Outcome::new(
             "node.slurm_conf.parse",
             Status::Warning,
             format!(
@@ -126,135 +181,135 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
             "slurmctld and slurmd may read the file differently than intended, or refuse it",
             "fix the line named; slurmd -C and scontrol show config show what Slurm sees",
         ),
-        (Some(_), None) => Outcome::ok("node.slurm_conf.parse"),
-    });
-    let Some(line) = line else {
-        for (id, _) in &CHECKS[1..] {
-            out.push(Outcome::unknown(id, "this node is not in slurm.conf"));
-        }
-        return out;
-    };
-    let hw = match &f.hw {
-        Ok(h) => Some(h),
-        Err(e) => {
-            out.push(Outcome::unknown(
-                "node.slurm_conf.cpus",
-                format!("hardware unknown: {e}"),
-            ));
-            out.push(Outcome::unknown(
-                "node.slurm_conf.real_memory",
-                format!("hardware unknown: {e}"),
-            ));
-            None
-        }
-    };
-    if let Some(hw) = hw {
-        let num = |k: &str| line.get(k).and_then(|v| v.parse::<u64>().ok());
-        let slurmd_c = format!(
-            "CPUs={} Boards={} SocketsPerBoard={} CoresPerSocket={} ThreadsPerCore={}",
-            hw.cpus,
-            hw.boards,
-            hw.sockets / hw.boards.max(1),
-            hw.cores_per_socket,
-            hw.threads_per_core
-        );
-        let sockets = num("Sockets")
-            .or_else(|| num("SocketsPerBoard").map(|s| s * num("Boards").unwrap_or(1)));
-        let mut over = vec![];
-        for (name, conf_v, hw_v) in [
-            ("CPUs", num("CPUs"), hw.cpus as u64),
-            ("Boards", num("Boards"), hw.boards as u64),
-            ("Sockets", sockets, hw.sockets as u64),
-            (
-                "CoresPerSocket",
-                num("CoresPerSocket"),
-                hw.cores_per_socket as u64,
-            ),
-            (
-                "ThreadsPerCore",
-                num("ThreadsPerCore"),
-                hw.threads_per_core as u64,
-            ),
-        ] {
-            if let Some(c) = conf_v {
-                if c > hw_v {
-                    over.push(format!("{name}={c} (has {hw_v})"));
-                }
+        (true, None) => Outcome::ok("node.slurm_conf.parse"),
+    }
+}
+
+/// A number from the node's line (`CPUs=64` → 64).
+fn num(line: &NodeLine, k: &str) -> Option<u64> {
+    line.get(k).and_then(|v| v.parse::<u64>().ok())
+}
+
+/// `node.slurm_conf.cpus`: CPUs and topology not above the hardware.
+fn check_slurm_conf_cpus(f: &SlurmConfFacts, line: &NodeLine, hw: &Hardware) -> Outcome {
+    let num = |k: &str| num(line, k);
+    let slurmd_c = format!(
+        "CPUs={} Boards={} SocketsPerBoard={} CoresPerSocket={} ThreadsPerCore={}",
+        hw.cpus,
+        hw.boards,
+        hw.sockets / hw.boards.max(1),
+        hw.cores_per_socket,
+        hw.threads_per_core
+    );
+    let sockets =
+        num("Sockets").or_else(|| num("SocketsPerBoard").map(|s| s * num("Boards").unwrap_or(1)));
+    let mut over = vec![];
+    for (name, conf_v, hw_v) in [
+        ("CPUs", num("CPUs"), hw.cpus as u64),
+        ("Boards", num("Boards"), hw.boards as u64),
+        ("Sockets", sockets, hw.sockets as u64),
+        (
+            "CoresPerSocket",
+            num("CoresPerSocket"),
+            hw.cores_per_socket as u64,
+        ),
+        (
+            "ThreadsPerCore",
+            num("ThreadsPerCore"),
+            hw.threads_per_core as u64,
+        ),
+    ] {
+        if let Some(c) = conf_v {
+            if c > hw_v {
+                over.push(format!("{name}={c} (has {hw_v})"));
             }
         }
-        let total = sockets.unwrap_or(1)
-            * num("CoresPerSocket").unwrap_or(1)
-            * num("ThreadsPerCore").unwrap_or(1);
-        // slurmctld drains only when the CPUs or the Sockets×Cores×Threads product exceed what
-        // slurmd registers ('Low socket*core*thread count'); a different split of the same count
-        // (NUMA or L3 domains as sockets) registers fine.
-        let mut fatal = vec![];
-        if let Some(c) = num("CPUs").filter(|c| *c > hw.cpus as u64) {
-            fatal.push(format!("CPUs={c}"));
-        }
-        if total > hw.cpus as u64 {
-            fatal.push(format!("Sockets×CoresPerSocket×ThreadsPerCore={total}"));
-        }
-        out.push(if !fatal.is_empty() {
-            Outcome::new(
-                "node.slurm_conf.cpus",
-                Status::Critical,
-                format!("slurm.conf gives {} {} but it has {} CPUs", f.node, fatal.join(" and "), hw.cpus),
-                "slurmd registers fewer CPUs than configured and slurmctld drains the node ('Low socket*core*thread count')",
-                format!("use what slurmd -C prints: {slurmd_c}; then scontrol reconfigure"),
-            )
-        } else if !over.is_empty() {
-            Outcome::new(
-                "node.slurm_conf.cpus",
-                Status::Warning,
-                format!("slurm.conf's topology for {} differs from the hardware: {}", f.node, over.join(", ")),
-                "the CPU count registers, but task binding and --cpus-per-task layouts follow the configured sockets and cores",
-                format!("unless intended (NUMA domains as sockets), use what slurmd -C prints: {slurmd_c}"),
-            )
-        } else if num("CPUs").is_none() && sockets.is_none() && num("CoresPerSocket").is_none() {
-            Outcome::new(
-                "node.slurm_conf.cpus",
-                Status::Warning,
-                format!("slurm.conf gives {} no CPU count", f.node),
-                "Slurm then schedules the node as 1 CPU, so GPU jobs cannot get --cpus-per-task",
-                format!("add what slurmd -C prints: {slurmd_c}"),
-            )
-        } else {
-            Outcome::ok("node.slurm_conf.cpus")
-        });
-        // SchedulerParameters=node_reg_mem_percent=N lets a node register with N% of RealMemory.
-        let pct = conf
-            .get("SchedulerParameters")
-            .and_then(|p| {
-                p.split(',')
-                    .find_map(|kv| kv.strip_prefix("node_reg_mem_percent="))
-            })
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|p| (1..=100).contains(p))
-            .unwrap_or(100);
-        out.push(match num("RealMemory") {
-            Some(m) if hw.real_memory_mib * 100 < m * pct => Outcome::new(
-                "node.slurm_conf.real_memory",
-                Status::Critical,
-                format!("RealMemory={m} for {} is above its {} MiB", f.node, hw.real_memory_mib),
-                "slurmd registers less memory than configured and the node goes DOWN/DRAIN with 'Low RealMemory'",
-                format!(
-                    "set RealMemory={} (slurmd -C) or a little lower to leave room for the OS; scontrol reconfigure",
-                    hw.real_memory_mib
-                ),
-            ),
-            Some(_) => Outcome::ok("node.slurm_conf.real_memory"),
-            None => Outcome::new(
-                "node.slurm_conf.real_memory",
-                Status::Warning,
-                format!("slurm.conf gives {} no RealMemory", f.node),
-                "the default is 1 MiB, so every job with --mem is refused or memory is not enforced",
-                format!("add RealMemory={} (slurmd -C) to the node's line", hw.real_memory_mib),
-            ),
-        });
     }
+    let total = sockets.unwrap_or(1)
+        * num("CoresPerSocket").unwrap_or(1)
+        * num("ThreadsPerCore").unwrap_or(1);
+    // slurmctld drains only when the CPUs or the Sockets×Cores×Threads product exceed what
+    // slurmd registers ('Low socket*core*thread count'); a different split of the same count
+    // (NUMA or L3 domains as sockets) registers fine.
+    let mut fatal = vec![];
+    if let Some(c) = num("CPUs").filter(|c| *c > hw.cpus as u64) {
+        fatal.push(format!("CPUs={c}"));
+    }
+    if total > hw.cpus as u64 {
+        fatal.push(format!("Sockets×CoresPerSocket×ThreadsPerCore={total}"));
+    }
+    if !fatal.is_empty() {
+        Outcome::new(
+            "node.slurm_conf.cpus",
+            Status::Critical,
+            format!("slurm.conf gives {} {} but it has {} CPUs", f.node, fatal.join(" and "), hw.cpus),
+            "slurmd registers fewer CPUs than configured and slurmctld drains the node ('Low socket*core*thread count')",
+            format!("use what slurmd -C prints: {slurmd_c}; then scontrol reconfigure"),
+        )
+    } else if !over.is_empty() {
+        Outcome::new(
+            "node.slurm_conf.cpus",
+            Status::Warning,
+            format!("slurm.conf's topology for {} differs from the hardware: {}", f.node, over.join(", ")),
+            "the CPU count registers, but task binding and --cpus-per-task layouts follow the configured sockets and cores",
+            format!("unless intended (NUMA domains as sockets), use what slurmd -C prints: {slurmd_c}"),
+        )
+    } else if num("CPUs").is_none() && sockets.is_none() && num("CoresPerSocket").is_none() {
+        Outcome::new(
+            "node.slurm_conf.cpus",
+            Status::Warning,
+            format!("slurm.conf gives {} no CPU count", f.node),
+            "Slurm then schedules the node as 1 CPU, so GPU jobs cannot get --cpus-per-task",
+            format!("add what slurmd -C prints: {slurmd_c}"),
+        )
+    } else {
+        Outcome::ok("node.slurm_conf.cpus")
+    }
+}
+
+/// `node.slurm_conf.real_memory`: RealMemory set and not above the node's memory.
+fn check_slurm_conf_real_memory(
+    f: &SlurmConfFacts,
+    conf: &SlurmConf,
+    line: &NodeLine,
+    hw: &Hardware,
+) -> Outcome {
+    // SchedulerParameters=node_reg_mem_percent=N lets a node register with N% of RealMemory.
+    let pct = conf
+        .get("SchedulerParameters")
+        .and_then(|p| {
+            p.split(',')
+                .find_map(|kv| kv.strip_prefix("node_reg_mem_percent="))
+        })
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|p| (1..=100).contains(p))
+        .unwrap_or(100);
+    match num(line, "RealMemory") {
+        Some(m) if hw.real_memory_mib * 100 < m * pct => Outcome::new(
+            "node.slurm_conf.real_memory",
+            Status::Critical,
+            format!("RealMemory={m} for {} is above its {} MiB", f.node, hw.real_memory_mib),
+            "slurmd registers less memory than configured and the node goes DOWN/DRAIN with 'Low RealMemory'",
+            format!(
+                "set RealMemory={} (slurmd -C) or a little lower to leave room for the OS; scontrol reconfigure",
+                hw.real_memory_mib
+            ),
+        ),
+        Some(_) => Outcome::ok("node.slurm_conf.real_memory"),
+        None => Outcome::new(
+            "node.slurm_conf.real_memory",
+            Status::Warning,
+            format!("slurm.conf gives {} no RealMemory", f.node),
+            "the default is 1 MiB, so every job with --mem is refused or memory is not enforced",
+            format!("add RealMemory={} (slurmd -C) to the node's line", hw.real_memory_mib),
+        ),
+    }
+}
+
+/// `node.slurm_conf.gres`: `Gres=gpu:N` matches the GPU files gres.conf names, and they exist.
+fn check_slurm_conf_gres(f: &SlurmConfFacts, line: &NodeLine) -> Outcome {
     let want = line.get("Gres").map(gres_gpu_count).unwrap_or(0);
-    out.push(match &f.gres_gpu_files {
+    match &f.gres_gpu_files {
         // No File= list to count (AutoDetect, Count= only, MultipleFiles/MIG): slurmd's own count
         // decides, and launchguard cannot predict it.
         None => Outcome::ok("node.slurm_conf.gres"),
@@ -281,8 +336,7 @@ pub fn judge(f: &SlurmConfFacts) -> Vec<Outcome> {
             "load the NVIDIA driver (nvidia-smi; nvidia-modprobe -u -c=0) or fix File= in gres.conf",
         ),
         Some(_) => Outcome::ok("node.slurm_conf.gres"),
-    });
-    out
+    }
 }
 
 #[cfg(test)]

@@ -268,9 +268,11 @@ impl Found {
         } else {
             String::new()
         };
-        format!(
-            "launchguard: {}: {} (line {}{times}); {}; {}",
-            self.id, self.what, self.first_line, self.why, self.fix
+        launchguard_core::finding::render_line(
+            &self.id,
+            &format!("{} (line {}{times})", self.what, self.first_line),
+            &self.why,
+            &self.fix,
         )
     }
 }

@@ -19,6 +19,7 @@ pub mod util;
 
 use crate::config::Config;
 use launchguard_core::host::{short_hostname, Roots};
+use launchguard_core::node::slurm_conf::ConfReadError;
 use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -58,7 +59,7 @@ impl Ctx {
     }
 
     /// slurm.conf, parsed with its includes (`Err`: the main file unreadable).
-    pub fn slurm_conf(&self) -> (PathBuf, Result<SlurmConf, String>) {
+    pub fn slurm_conf(&self) -> (PathBuf, Result<SlurmConf, ConfReadError>) {
         let path = self.cfg.slurm_conf_path();
         (path.clone(), slurm_conf::read(&path))
     }

@@ -3,15 +3,15 @@
 
 use super::util;
 use super::Ctx;
-use launchguard_core::node::slurm_conf::{Hardware, SlurmConfFacts};
+use launchguard_core::node::slurm_conf::{ConfReadError, Hardware, SlurmConfFacts};
 use launchguard_core::slurm_conf::{self, SlurmConf};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Reads and parses slurm.conf at `path`, following `Include` lines (relative to its directory, globs
 /// in the last component).
-pub fn read(path: &Path) -> Result<SlurmConf, String> {
-    let text = util::read_text(path).map_err(|e| e.to_string())?;
+pub fn read(path: &Path) -> Result<SlurmConf, ConfReadError> {
+    let text = util::read_text(path)?;
     let dir = path
         .parent()
         .map(PathBuf::from)
