@@ -10,6 +10,7 @@
 
 pub mod argv;
 pub mod checks;
+pub mod fabric;
 pub mod finding;
 pub mod gres;
 #[cfg(feature = "host")]

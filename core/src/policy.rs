@@ -84,7 +84,8 @@ pub enum MinCpus {
     Fixed(u32),
 }
 
-/// `fabric=efa|ib|auto`.
+/// `fabric=efa|ib|auto`. Not [`crate::fabric::Fabric`]: `auto` is a policy (detect the fabric from
+/// the node's HCA drivers at each launch), not a fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FabricChoice {
     /// Detect from `/sys/class/infiniband/*/device/driver`.

@@ -71,7 +71,7 @@ pub enum NcclCommand {
         #[arg(long, value_name = "PCT", default_value = "10")]
         tolerance: f64,
         /// Fabric the run must have used (efa: Libfabric + provider efa; ib: network IB).
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = fabric_parser())]
         fabric: Option<Fabric>,
         /// Judge the in-place half instead of out-of-place.
         #[arg(long)]
@@ -349,6 +349,26 @@ fn print_out(s: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(s.as_bytes());
     let _ = out.flush();
+}
+
+/// `--fabric efa|ib`, with the help line of each value.
+fn fabric_parser() -> impl clap::builder::TypedValueParser<Value = Fabric> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Fabric::ALL.map(|f| {
+        PossibleValue::new(f.as_str()).help(match f {
+            Fabric::Efa => {
+                "AWS EFA through aws-ofi-nccl: `Using network Libfabric`, provider `efa`"
+            }
+            Fabric::Ib => "InfiniBand/RoCE through NCCL's IB transport: `Using network IB`",
+        })
+    }))
+    // The parser lets only the names above through, so the fallback is never taken.
+    .map(|s| {
+        Fabric::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .unwrap_or(Fabric::Efa)
+    })
 }
 
 #[cfg(test)]

@@ -90,15 +90,9 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The network fabric the run is expected to use (`--fabric`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Fabric {
-    /// AWS EFA through aws-ofi-nccl: `Using network Libfabric`, provider `efa`.
-    Efa,
-    /// InfiniBand/RoCE through NCCL's IB transport: `Using network IB`.
-    Ib,
-}
+/// The network fabric the run is expected to use (`--fabric`): core's, the same the node check
+/// detects.
+pub use launchguard_core::fabric::Fabric;
 
 /// What `check` compares against.
 #[derive(Debug, Clone, PartialEq)]

@@ -13,27 +13,9 @@
 //! NVIDIA Container Toolkit documentation (NVIDIA_VISIBLE_DEVICES: indices, UUIDs, `all`, `none`,
 //! `void`).
 
+pub use crate::fabric::Fabric;
 use crate::finding::{clip, CheckKind, Finding, Severity};
 pub use crate::profile::{profile, profiles, Profile};
-
-/// The node's RDMA fabric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fabric {
-    /// AWS Elastic Fabric Adapter (driver `efa`), used through aws-ofi-nccl / libfabric.
-    Efa,
-    /// InfiniBand / RoCE (drivers such as `mlx5_core`), used through NCCL's IB transport.
-    Ib,
-}
-
-impl Fabric {
-    /// `efa` or `ib`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Fabric::Efa => "efa",
-            Fabric::Ib => "ib",
-        }
-    }
-}
 
 /// The fabric behind `/sys/class/infiniband/*`, from each HCA's driver name (`device/driver` link):
 /// EFA if any HCA is `efa` (EFA nodes can also show an unrelated link-down RDMA device), IB if

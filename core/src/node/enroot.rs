@@ -275,7 +275,22 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
         }
     };
     let (pairs, problems) = parse_conf(text);
-    let mut out = vec![match problems.first() {
+    let rp = runtime_path(&pairs);
+    let dir = shared_dir(&rp);
+    vec![
+        check_enroot_conf(f, &problems),
+        check_enroot_runtime_path(&rp, dir.as_deref()),
+        check_enroot_run_dir(f),
+        check_enroot_tmpfiles(f, dir.as_deref()),
+        check_enroot_storage(f),
+        check_enroot_restrict_dev(f, &pairs),
+        check_enroot_nvidia_hook(f),
+    ]
+}
+
+/// `node.enroot.conf`: enroot.conf holds only `KEY value` lines and comments.
+fn check_enroot_conf(f: &EnrootFacts, problems: &[String]) -> Outcome {
+    match problems.first() {
         None => Outcome::ok("node.enroot.conf"),
         Some(p) => Outcome::new(
             "node.enroot.conf",
@@ -284,11 +299,13 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "enroot sources the file as shell; a stray line may break every container start",
             "keep only `ENROOT_KEY value` lines and comments",
         ),
-    }];
-    let rp = runtime_path(&pairs);
-    let dir = shared_dir(&rp);
+    }
+}
+
+/// `node.enroot.runtime_path`: ENROOT_RUNTIME_PATH under `/run/enroot`.
+fn check_enroot_runtime_path(rp: &str, dir: Option<&str>) -> Outcome {
     let xdg = rp.contains("XDG_RUNTIME_DIR") || rp.starts_with("/run/user/");
-    out.push(match &dir {
+    match dir {
         Some(d) if d == "/run/enroot" => Outcome::ok("node.enroot.runtime_path"),
         // A warning, not a drain: enroot falls back to XDG_RUNTIME_DIR=/run when the step has none
         // (enroot's own `config::export XDG_RUNTIME_DIR /run`), so some containers start; the ones
@@ -296,19 +313,23 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
         _ if xdg => Outcome::new(
             "node.enroot.runtime_path",
             Status::Warning,
-            format!("ENROOT_RUNTIME_PATH is {} (enroot's default when unset)", quote(&rp)),
+            format!("ENROOT_RUNTIME_PATH is {} (enroot's default when unset)", quote(rp)),
             "srun copies the login session's XDG_RUNTIME_DIR=/run/user/UID into the step, and without a pam_systemd login on this node that directory does not exist, so those users' Pyxis containers fail with 'mkdir: cannot create directory ... Permission denied' (steps without the variable use /run/enroot)",
             "set `ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)` in /etc/enroot/enroot.conf and create /run/enroot mode 1777 from tmpfiles.d ('d /run/enroot 1777 root root -')",
         ),
         _ => Outcome::new(
             "node.enroot.runtime_path",
             Status::Warning,
-            format!("ENROOT_RUNTIME_PATH is {}, not under /run/enroot", quote(&rp)),
+            format!("ENROOT_RUNTIME_PATH is {}, not under /run/enroot", quote(rp)),
             "the runtime directory must be node-local tmpfs shared by all users; other places persist stale state or differ per user",
             "set `ENROOT_RUNTIME_PATH /run/enroot/user-$(id -u)` in /etc/enroot/enroot.conf",
         ),
-    });
-    out.push(match &f.run_dir {
+    }
+}
+
+/// `node.enroot.run_dir`: the shared runtime directory exists, mode 1777, owned by root.
+fn check_enroot_run_dir(f: &EnrootFacts) -> Outcome {
+    match &f.run_dir {
         // No fixed shared directory (e.g. ${XDG_RUNTIME_DIR}/enroot): nothing on the node to
         // examine; node.enroot.runtime_path judges the path itself.
         None => Outcome::ok("node.enroot.run_dir"),
@@ -329,8 +350,12 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "the first Pyxis job of a non-root user fails with 'mkdir: cannot create directory '/run/enroot': Permission denied'",
             format!("install -d -m 1777 -o root -g root {d}; and add '{}' to /etc/tmpfiles.d/enroot.conf", tmpfiles_line(d)),
         ),
-    });
-    out.push(match (&dir, f.tmpfiles) {
+    }
+}
+
+/// `node.enroot.tmpfiles`: a tmpfiles.d entry recreates the runtime directory at boot.
+fn check_enroot_tmpfiles(f: &EnrootFacts, dir: Option<&str>) -> Outcome {
+    match (dir, f.tmpfiles) {
         (_, true) => Outcome::ok("node.enroot.tmpfiles"),
         (None, false) => Outcome::ok("node.enroot.tmpfiles"),
         (Some(d), false) => Outcome::new(
@@ -340,10 +365,14 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "/run is a tmpfs: after the next reboot the directory is gone and Pyxis jobs fail with 'Permission denied'",
             format!("echo '{}' > /etc/tmpfiles.d/enroot.conf; systemd-tmpfiles --create /etc/tmpfiles.d/enroot.conf", tmpfiles_line(d)),
         ),
-    });
+    }
+}
+
+/// `node.enroot.storage`: data and cache paths per user, on node-local storage under a 1777 parent.
+fn check_enroot_storage(f: &EnrootFacts) -> Outcome {
     let mut problems: Vec<(Status, String)> = f.storage.iter().flat_map(storage_problems).collect();
     problems.sort_by_key(|(st, _)| if *st == Status::Critical { 0 } else { 1 });
-    out.push(match problems.first() {
+    match problems.first() {
         None => Outcome::ok("node.enroot.storage"),
         Some((st, _)) => Outcome::new(
             "node.enroot.storage",
@@ -352,7 +381,11 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "container images are tens of GB and each user needs a directory of their own: a missing parent or one directory owned by one user fails every other user's Pyxis job, / fills the root disk, a network filesystem makes every import slow",
             "use per-user paths on node-local NVMe under a parent created at boot with mode 1777, e.g. `ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-$(id -u)` and 'd /opt/dlami/nvme/enroot/data 1777 root root -' in /etc/tmpfiles.d/enroot.conf",
         ),
-    });
+    }
+}
+
+/// `node.enroot.restrict_dev`: an EFA node does not hide `/dev` from containers.
+fn check_enroot_restrict_dev(f: &EnrootFacts, pairs: &[(String, String)]) -> Outcome {
     let restrict = pairs
         .iter()
         .rev()
@@ -367,7 +400,7 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "n" | "no" | "N" | "NO" | "No" | "f" | "false" | "F" | "False" | "FALSE"
         ),
     };
-    out.push(if !f.efa || open {
+    if !f.efa || open {
         Outcome::ok("node.enroot.restrict_dev")
     } else {
         Outcome::new(
@@ -380,9 +413,13 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             "containers do not see /dev/infiniband, so NCCL cannot use EFA and falls back to TCP without an error",
             "set `ENROOT_RESTRICT_DEV n` in /etc/enroot/enroot.conf",
         )
-    });
+    }
+}
+
+/// `node.enroot.nvidia_hook`: a GPU node has enroot's NVIDIA hook and nvidia-container-cli.
+fn check_enroot_nvidia_hook(f: &EnrootFacts) -> Outcome {
     let n = &f.nvidia;
-    out.push(match (n.gpu, &n.hook, &n.cli) {
+    match (n.gpu, &n.hook, &n.cli) {
         (true, Some(h), None) => Outcome::new(
             "node.enroot.nvidia_hook",
             Status::Critical,
@@ -398,8 +435,7 @@ pub fn judge(f: &EnrootFacts) -> Vec<Outcome> {
             format!("install enroot's hook: cp /usr/share/enroot/hooks.d/98-nvidia.sh {}/ (mode 0755) and install libnvidia-container-tools", hooks_dir(&f.conf_path)),
         ),
         _ => Outcome::ok("node.enroot.nvidia_hook"),
-    });
-    out
+    }
 }
 
 /// enroot's system hook directory: `hooks.d` beside enroot.conf (ENROOT_SYSCONF_PATH).

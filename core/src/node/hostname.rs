@@ -48,18 +48,11 @@ fn is_link_local(a: &IpAddr) -> bool {
 
 /// Judges the hostname family: one outcome per ID of [`CHECKS`].
 pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
-    let name = quote(&f.hostname);
-    let hosts_fix = |what: &str| {
-        format!(
-            "add '<this node's IPv4> {}' to /etc/hosts (or fix DNS) so {what}",
-            f.hostname
-        )
-    };
-    let mut out = vec![];
     let addrs = match &f.addrs {
         Ok(a) => a.as_slice(),
         Err(e) if f.transient => {
             // A DNS outage is not this node's fault: judging it would drain every node at once.
+            let name = quote(&f.hostname);
             return CHECKS
                 .iter()
                 .map(|(id, _)| {
@@ -67,44 +60,68 @@ pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
                 })
                 .collect();
         }
-        Err(e) => {
-            out.push(Outcome::new(
-                "node.hostname.resolves",
-                Status::Critical,
-                format!("hostname {name} does not resolve ({e})"),
-                "slurmd, srun and NCCL's bootstrap look nodes up by name",
-                hosts_fix("it resolves"),
-            ));
-            &[]
-        }
+        Err(_) => &[],
     };
-    if f.addrs.is_ok() {
-        out.push(if addrs.iter().any(IpAddr::is_ipv4) {
-            Outcome::ok("node.hostname.resolves")
-        } else {
-            Outcome::new(
-                "node.hostname.resolves",
-                Status::Critical,
-                format!("hostname {name} resolves to no IPv4 address"),
-                "Slurm daemons and NCCL's bootstrap connect over IPv4 here",
-                hosts_fix("it resolves to IPv4"),
-            )
-        });
+    vec![
+        check_hostname_resolves(f, addrs),
+        check_hostname_link_local(f, addrs),
+        check_hostname_loopback(f, addrs),
+        check_hostname_node_addr(f),
+    ]
+}
+
+/// The fix for a name that resolves wrongly: an /etc/hosts line, so `what` holds.
+fn hosts_fix(f: &HostnameFacts, what: &str) -> String {
+    format!(
+        "add '<this node's IPv4> {}' to /etc/hosts (or fix DNS) so {what}",
+        f.hostname
+    )
+}
+
+/// `node.hostname.resolves`: the hostname resolves, to an IPv4 address.
+fn check_hostname_resolves(f: &HostnameFacts, addrs: &[IpAddr]) -> Outcome {
+    let name = quote(&f.hostname);
+    match &f.addrs {
+        Err(e) => Outcome::new(
+            "node.hostname.resolves",
+            Status::Critical,
+            format!("hostname {name} does not resolve ({e})"),
+            "slurmd, srun and NCCL's bootstrap look nodes up by name",
+            hosts_fix(f, "it resolves"),
+        ),
+        Ok(_) if addrs.iter().any(IpAddr::is_ipv4) => Outcome::ok("node.hostname.resolves"),
+        Ok(_) => Outcome::new(
+            "node.hostname.resolves",
+            Status::Critical,
+            format!("hostname {name} resolves to no IPv4 address"),
+            "Slurm daemons and NCCL's bootstrap connect over IPv4 here",
+            hosts_fix(f, "it resolves to IPv4"),
+        ),
     }
-    out.push(match addrs.first() {
+}
+
+/// `node.hostname.link_local`: the first address is not link-local.
+fn check_hostname_link_local(f: &HostnameFacts, addrs: &[IpAddr]) -> Outcome {
+    let name = quote(&f.hostname);
+    match addrs.first() {
         Some(a) if is_link_local(a) => Outcome::new(
             "node.hostname.link_local",
             Status::Critical,
             format!("hostname {name} resolves first to the link-local address {a}"),
             "a link-local address has no scope outside this host: slurmd registers and srun connects to an address other nodes cannot reach",
-            hosts_fix("its IPv4 address comes first"),
+            hosts_fix(f, "its IPv4 address comes first"),
         ),
         _ => Outcome::ok("node.hostname.link_local"),
-    });
+    }
+}
+
+/// `node.hostname.loopback`: on a multi-node cluster, the first IPv4 address is not loopback.
+fn check_hostname_loopback(f: &HostnameFacts, addrs: &[IpAddr]) -> Outcome {
+    let name = quote(&f.hostname);
     let v4: Vec<&IpAddr> = addrs.iter().filter(|a| a.is_ipv4()).collect();
     // The first IPv4 answer is the one used (RFC 3484 sorts 127.0.1.1 before a real address).
     let first_loopback = v4.first().is_some_and(|a| a.is_loopback());
-    out.push(match f.cluster_nodes {
+    match f.cluster_nodes {
         _ if !first_loopback => Outcome::ok("node.hostname.loopback"),
         Some(n) if n <= 1 => Outcome::ok("node.hostname.loopback"),
         Some(n) => Outcome::new(
@@ -112,7 +129,9 @@ pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
             Status::Critical,
             format!("hostname {name} resolves first to loopback ({}) on a {n}-node cluster", v4[0]),
             "multi-node steps hand out this address: tasks on other nodes connect to themselves and hang or fail",
-            hosts_fix(&format!(
+            hosts_fix(
+                f,
+                &format!(
                 "it resolves to the address other nodes reach (remove the name from the {} line)",
                 v4[0]
             )),
@@ -121,13 +140,20 @@ pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
             "node.hostname.loopback",
             "hostname resolves first to loopback and the cluster size is unknown (slurm.conf unreadable)",
         ),
-    });
-    out.push(match &f.node_addr {
+    }
+}
+
+/// `node.hostname.node_addr`: slurm.conf's NodeAddr for this node resolves to one of its addresses.
+fn check_hostname_node_addr(f: &HostnameFacts) -> Outcome {
+    match &f.node_addr {
         None => Outcome::ok("node.hostname.node_addr"),
         Some((na, Err(e))) => Outcome::new(
             "node.hostname.node_addr",
             Status::Critical,
-            format!("NodeAddr {} in slurm.conf does not resolve ({e})", quote(na)),
+            format!(
+                "NodeAddr {} in slurm.conf does not resolve ({e})",
+                quote(na)
+            ),
             "slurmctld cannot reach this node's slurmd, so the node goes DOWN",
             "set NodeAddr to this node's IPv4 address in slurm.conf and run scontrol reconfigure",
         ),
@@ -155,8 +181,7 @@ pub fn judge(f: &HostnameFacts) -> Vec<Outcome> {
                 )
             }
         }
-    });
-    out
+    }
 }
 
 #[cfg(test)]

@@ -96,118 +96,135 @@ pub struct MungeFacts {
 
 /// Judges the munge family: one outcome per ID of [`CHECKS`].
 pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
-    let key = quote(&f.key_path);
-    let mut out = vec![];
+    // The key's stat, when it is a regular file the other checks can inspect.
     let stat = match &f.key {
-        Ok(Some(s)) if s.regular => {
-            out.push(Outcome::ok("node.munge.key_present"));
-            Some(s)
-        }
-        Ok(Some(_)) => {
-            out.push(Outcome::new(
-                "node.munge.key_present",
-                Status::Critical,
-                format!("{key} is not a regular file"),
-                "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
-                format!("copy the cluster's key into place: install -o munge -g munge -m 0400 <key> {}; systemctl restart munge", f.key_path),
-            ));
-            None
-        }
-        Ok(None) => {
-            out.push(Outcome::new(
-                "node.munge.key_present",
-                Status::Critical,
-                format!("{key} does not exist"),
-                "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
-                format!("copy the same key as on the controller: install -o munge -g munge -m 0400 <key> {}; systemctl restart munge", f.key_path),
-            ));
-            None
-        }
-        Err(e) => {
-            out.push(Outcome::unknown(
-                "node.munge.key_present",
-                format!("cannot stat {key}: {e}"),
-            ));
-            None
-        }
+        Ok(Some(s)) if s.regular => Some(s),
+        _ => None,
     };
+    vec![
+        check_munge_key_present(f),
+        check_munge_key_owner(f, stat),
+        check_munge_key_mode(f, stat),
+        check_munge_daemon(f),
+        check_munge_roundtrip(f),
+        check_munge_key_stale(f, stat),
+        check_munge_key_digest(f),
+        check_munge_shared_copy(f),
+    ]
+}
+
+/// `node.munge.key_present`: the key exists and is a regular file.
+fn check_munge_key_present(f: &MungeFacts) -> Outcome {
+    let key = quote(&f.key_path);
+    match &f.key {
+        Ok(Some(s)) if s.regular => Outcome::ok("node.munge.key_present"),
+        Ok(Some(_)) => Outcome::new(
+            "node.munge.key_present",
+            Status::Critical,
+            format!("{key} is not a regular file"),
+            "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
+            format!("copy the cluster's key into place: install -o munge -g munge -m 0400 <key> {}; systemctl restart munge", f.key_path),
+        ),
+        Ok(None) => Outcome::new(
+            "node.munge.key_present",
+            Status::Critical,
+            format!("{key} does not exist"),
+            "munged cannot start, and every Slurm RPC to this node fails with 'Invalid credential'",
+            format!("copy the same key as on the controller: install -o munge -g munge -m 0400 <key> {}; systemctl restart munge", f.key_path),
+        ),
+        Err(e) => Outcome::unknown(
+            "node.munge.key_present",
+            format!("cannot stat {key}: {e}"),
+        ),
+    }
+}
+
+/// `node.munge.key_owner`: the key is owned by the munge user.
+fn check_munge_key_owner(f: &MungeFacts, stat: Option<&KeyStat>) -> Outcome {
+    let key = quote(&f.key_path);
     match (stat, f.munge_uid) {
-        (None, _) => out.push(Outcome::unknown("node.munge.key_owner", "no key to inspect")),
-        (Some(_), None) => out.push(Outcome::new(
+        (None, _) => Outcome::unknown("node.munge.key_owner", "no key to inspect"),
+        (Some(_), None) => Outcome::new(
             "node.munge.key_owner",
             Status::Critical,
             "there is no 'munge' user on this node",
             "munged runs as the munge user and must own its key",
             "install the munge package (it creates the user), then chown munge:munge /etc/munge/munge.key",
-        )),
-        (Some(s), Some(uid)) if s.uid == uid => out.push(Outcome::ok("node.munge.key_owner")),
-        (Some(s), Some(_)) => out.push(Outcome::new(
+        ),
+        (Some(s), Some(uid)) if s.uid == uid => Outcome::ok("node.munge.key_owner"),
+        (Some(s), Some(_)) => Outcome::new(
             "node.munge.key_owner",
             Status::Critical,
             format!("{key} is owned by uid {}, not munge", s.uid),
             "munged refuses a key it does not own, so this node cannot authenticate to slurmctld",
             format!("chown munge:munge {}; systemctl restart munge", f.key_path),
-        )),
+        ),
     }
-    match stat {
-        None => out.push(Outcome::unknown("node.munge.key_mode", "no key to inspect")),
-        Some(s) => {
-            let m = s.mode & 0o7777;
-            let fix = format!("chmod 0400 {}; systemctl restart munge", f.key_path);
-            out.push(if m == 0o400 {
-                Outcome::ok("node.munge.key_mode")
-            } else if m == 0o600 {
-                Outcome::new(
-                    "node.munge.key_mode",
-                    Status::Warning,
-                    format!("{key} has mode 0600, not 0400"),
-                    "the key only needs to be read; a writable key is one mistake away from a different key on this node",
-                    fix,
-                )
-            } else if m & 0o077 != 0 {
-                Outcome::new(
-                    "node.munge.key_mode",
-                    Status::Critical,
-                    format!("{key} has mode {m:04o}: group or others can access it"),
-                    "anyone who reads the key can forge credentials for any user on the whole cluster, and munged refuses such a key",
-                    fix,
-                )
-            } else if m & 0o400 == 0 {
-                Outcome::new(
-                    "node.munge.key_mode",
-                    Status::Critical,
-                    format!("{key} has mode {m:04o}: its owner cannot read it"),
-                    "munged cannot load its key and does not start",
-                    fix,
-                )
-            } else {
-                Outcome::new(
-                    "node.munge.key_mode",
-                    Status::Warning,
-                    format!("{key} has mode {m:04o}, not 0400"),
-                    "munged accepts it, but the key only needs to be read by its owner",
-                    fix,
-                )
-            });
-        }
-    }
-    let running = match &f.daemon {
-        Daemon::Running { .. } => {
-            out.push(Outcome::ok("node.munge.daemon"));
-            true
-        }
-        Daemon::NotRunning(why) => {
-            out.push(Outcome::new(
-                "node.munge.daemon",
-                Status::Critical,
-                format!("munged is not running ({why})"),
-                "slurmd cannot authenticate anything: every job on this node fails",
-                "systemctl enable --now munge; journalctl -u munge explains a start failure",
-            ));
-            false
-        }
+}
+
+/// `node.munge.key_mode`: the key's mode is 0400.
+fn check_munge_key_mode(f: &MungeFacts, stat: Option<&KeyStat>) -> Outcome {
+    let key = quote(&f.key_path);
+    let Some(s) = stat else {
+        return Outcome::unknown("node.munge.key_mode", "no key to inspect");
     };
-    out.push(match &f.roundtrip {
+    let m = s.mode & 0o7777;
+    let fix = format!("chmod 0400 {}; systemctl restart munge", f.key_path);
+    if m == 0o400 {
+        Outcome::ok("node.munge.key_mode")
+    } else if m == 0o600 {
+        Outcome::new(
+            "node.munge.key_mode",
+            Status::Warning,
+            format!("{key} has mode 0600, not 0400"),
+            "the key only needs to be read; a writable key is one mistake away from a different key on this node",
+            fix,
+        )
+    } else if m & 0o077 != 0 {
+        Outcome::new(
+            "node.munge.key_mode",
+            Status::Critical,
+            format!("{key} has mode {m:04o}: group or others can access it"),
+            "anyone who reads the key can forge credentials for any user on the whole cluster, and munged refuses such a key",
+            fix,
+        )
+    } else if m & 0o400 == 0 {
+        Outcome::new(
+            "node.munge.key_mode",
+            Status::Critical,
+            format!("{key} has mode {m:04o}: its owner cannot read it"),
+            "munged cannot load its key and does not start",
+            fix,
+        )
+    } else {
+        Outcome::new(
+            "node.munge.key_mode",
+            Status::Warning,
+            format!("{key} has mode {m:04o}, not 0400"),
+            "munged accepts it, but the key only needs to be read by its owner",
+            fix,
+        )
+    }
+}
+
+/// `node.munge.daemon`: munged runs.
+fn check_munge_daemon(f: &MungeFacts) -> Outcome {
+    match &f.daemon {
+        Daemon::Running { .. } => Outcome::ok("node.munge.daemon"),
+        Daemon::NotRunning(why) => Outcome::new(
+            "node.munge.daemon",
+            Status::Critical,
+            format!("munged is not running ({why})"),
+            "slurmd cannot authenticate anything: every job on this node fails",
+            "systemctl enable --now munge; journalctl -u munge explains a start failure",
+        ),
+    }
+}
+
+/// `node.munge.roundtrip`: `munge -n | unmunge` decodes this node's own credential.
+fn check_munge_roundtrip(f: &MungeFacts) -> Outcome {
+    let running = matches!(f.daemon, Daemon::Running { .. });
+    match &f.roundtrip {
         Some(Ok(())) => Outcome::ok("node.munge.roundtrip"),
         Some(Err(e)) => Outcome::new(
             "node.munge.roundtrip",
@@ -218,8 +235,13 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
         ),
         None if !running => Outcome::unknown("node.munge.roundtrip", "munged is not running"),
         None => Outcome::unknown("node.munge.roundtrip", "the round trip was not tried"),
-    });
-    out.push(match (stat, &f.daemon) {
+    }
+}
+
+/// `node.munge.key_stale`: the key did not change after munged started.
+fn check_munge_key_stale(f: &MungeFacts, stat: Option<&KeyStat>) -> Outcome {
+    let key = quote(&f.key_path);
+    match (stat, &f.daemon) {
         // A WARNING, not a drain: the same key written again (pdcp, install, touch) also moves the
         // mtime, and only the cluster-wide digest comparison (launchguard sweep) can tell.
         (Some(s), Daemon::Running { pid, started: Some(t) }) if s.mtime > *t + STALE_SLACK_SECS => Outcome::new(
@@ -231,35 +253,54 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
         ),
         (Some(_), Daemon::Running { started: Some(_), .. }) => Outcome::ok("node.munge.key_stale"),
         _ => Outcome::unknown("node.munge.key_stale", "needs both the key and a running munged"),
-    });
-    out.push(match &f.digest {
+    }
+}
+
+/// `node.munge.key_digest`: the key could be read for the cluster-wide comparison.
+fn check_munge_key_digest(f: &MungeFacts) -> Outcome {
+    let key = quote(&f.key_path);
+    match &f.digest {
         Ok(_) => Outcome::ok("node.munge.key_digest"),
         Err(e) => Outcome::unknown("node.munge.key_digest", format!("cannot read {key}: {e}")),
-    });
-    out.push(match f.shared_copies.first() {
+    }
+}
+
+/// `node.munge.shared_copy`: no copy of the key on a shared filesystem.
+fn check_munge_shared_copy(f: &MungeFacts) -> Outcome {
+    match f.shared_copies.first() {
         None => Outcome::ok("node.munge.shared_copy"),
         Some(c) => {
             let exposed = f.shared_copies.iter().any(|c| c.mode & 0o044 != 0);
             let others = f.shared_copies.len() - 1;
             Outcome::new(
                 "node.munge.shared_copy",
-                if exposed { Status::Critical } else { Status::Warning },
+                if exposed {
+                    Status::Critical
+                } else {
+                    Status::Warning
+                },
                 format!(
                     "a copy of the munge key is at {} (mode {:04o}){}",
                     quote(&c.path),
                     c.mode & 0o7777,
-                    if others > 0 { format!(" and {others} more") } else { String::new() }
+                    if others > 0 {
+                        format!(" and {others} more")
+                    } else {
+                        String::new()
+                    }
                 ),
                 if exposed {
                     "users who can read it can forge credentials for any user, root included, on the whole cluster"
                 } else {
                     "a key on a shared filesystem is one chmod away from every user"
                 },
-                format!("shred -u {} (distribute keys over a root-only channel)", c.path),
+                format!(
+                    "shred -u {} (distribute keys over a root-only channel)",
+                    c.path
+                ),
             )
         }
-    });
-    out
+    }
 }
 
 #[cfg(test)]
