@@ -173,7 +173,7 @@ def check(crate):
             pair = lift(mod, target)
             if pair:
                 graph.setdefault(pair[0], set()).add(pair[1])
-                why.setdefault(pair, "%s uses %s" % (os.path.relpath(f, ROOT), p))
+                why.setdefault(pair, "%s uses %s" % (os.path.relpath(f, ROOT), re.sub(r"::self$", "", p)))
     cycles = sccs(graph)
     for comp in cycles:
         names = ["crate::" + "::".join(c) for c in comp]

@@ -60,6 +60,8 @@ say "cargo fmt --check"
 cargo fmt --all -- --check
 say "cargo clippy -D warnings"
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
+say "no module imports a module that imports it back (scripts/module-cycles.py)"
+python3 scripts/module-cycles.py
 say "cargo build --release"
 cargo build --release --workspace --quiet
 for c in $RELEASES; do

@@ -306,7 +306,7 @@ fn check_enroot_conf(f: &EnrootFacts, problems: &[String]) -> Outcome {
 fn check_enroot_runtime_path(rp: &str, dir: Option<&str>) -> Outcome {
     let xdg = rp.contains("XDG_RUNTIME_DIR") || rp.starts_with("/run/user/");
     match dir {
-        Some(d) if d == "/run/enroot" => Outcome::ok("node.enroot.runtime_path"),
+        Some("/run/enroot") => Outcome::ok("node.enroot.runtime_path"),
         // A warning, not a drain: enroot falls back to XDG_RUNTIME_DIR=/run when the step has none
         // (enroot's own `config::export XDG_RUNTIME_DIR /run`), so some containers start; the ones
         // whose srun carried the login node's XDG_RUNTIME_DIR fail.

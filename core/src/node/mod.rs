@@ -101,7 +101,10 @@ impl std::str::FromStr for Status {
     }
 }
 
-/// The result of one node check.
+/// The result of one node check. Not a launch [`crate::Finding`]: a finding exists only when a launch
+/// is wrong and carries an enforce-mode severity (warning/error) for one srun; an outcome exists for
+/// every check ID, `ok` included, with a monitoring status (ok/warning/critical/unknown) that decides
+/// the exit code and drains. Both render through [`crate::finding::Line`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// Stable ID, e.g. `node.munge.key_mode`.
