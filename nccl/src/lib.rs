@@ -2,14 +2,18 @@
 //!
 //! Runs wherever an admin or a CI job reads result files (login node, laptop); touches no cluster
 //! state. Modules, one concern each:
+//! - [`parsed`]: what reading a file yields ([`parsed::Parsed`], [`parsed::ParseError`]) and the size
+//!   limits, shared by the two readers;
 //! - [`parse`]: one file in, [`parse::Parsed`] out (streaming line scanner, JSON detection);
 //! - [`table`]: nccl-tests result tables (current and older layouts, `N/A`, footer);
 //! - [`json`]: nccl-tests `-J` JSON output;
 //! - [`log`]: facts from NCCL_DEBUG=INFO lines (versions, network, provider/fabric, NICs, GDRDMA,
 //!   ranks and hosts);
-//! - [`verdict`]: the go/no-go rules, one [`verdict::Finding`] per reason; with [`plugin`] (a network
-//!   plugin that failed, as the cause of a Socket fallback), [`interfaces`] (the Socket interface
-//!   list) and [`env_rules`] (NCCL_* overrides NCCL logged, as a rule table);
+//! - [`model`]: severities, verdicts, [`model::Finding`] and the check options the rules share;
+//! - [`verdict`]: the go/no-go rules, one finding per reason, one file per rule family (failures,
+//!   bandwidth, network, versions); with [`plugin`] (a network plugin that failed, as the cause of
+//!   a Socket fallback), [`interfaces`] (the Socket interface list) and [`env_rules`] (NCCL_*
+//!   overrides NCCL logged, as a rule table);
 //! - [`baseline`]: per-SKU busbw/algbw baselines (built-in reference table or a file);
 //! - [`outliers`]: the busbw outlier job over many result files and the bad-node ranking;
 //! - [`output`]: readable, CSV and JSON rendering;
