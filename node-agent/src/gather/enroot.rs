@@ -19,18 +19,6 @@ const TMPFILES_DIRS: &[&str] = &[
     "/lib/tmpfiles.d",
 ];
 
-/// `statfs` magic numbers of network and cluster filesystems.
-pub const NETWORK_FS: &[(i64, &str)] = &[
-    (0x6969, "nfs"),
-    (0x0BD0_0BD0, "lustre"),
-    (0xFF53_4D42, "cifs"),
-    (0xFE53_4D42, "smb2"),
-    (0x4750_4653, "gpfs"),
-    (0x6573_5546, "fuse"),
-    (0x00C3_6400, "ceph"),
-    (0xA501_FCF5, "beegfs"),
-];
-
 /// `lstat` of a directory as [`DirState`].
 pub fn dir_state(p: &Path) -> DirState {
     match p.symlink_metadata() {
@@ -87,7 +75,7 @@ pub fn fs_of(cur: &Path) -> Fs {
             // f_type is a c_long (i64 here, i32 on 32-bit targets).
             #[allow(clippy::unnecessary_cast)]
             let magic = s.filesystem_type().0 as i64;
-            if let Some((_, name)) = NETWORK_FS.iter().find(|(m, _)| *m == magic) {
+            if let Some((_, name)) = util::NETWORK_FS.iter().find(|(m, _)| *m == magic) {
                 Fs::Network((*name).into())
             } else if dev.is_some() && dev == root_dev {
                 Fs::Root

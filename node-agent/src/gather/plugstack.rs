@@ -156,7 +156,7 @@ fn runtime_fs(path: &str) -> RuntimeFs {
         // f_type is a c_long (i64 here, i32 on 32-bit targets).
         #[allow(clippy::unnecessary_cast)]
         let magic = s.filesystem_type().0 as i64;
-        out.network = super::enroot::NETWORK_FS
+        out.network = super::util::NETWORK_FS
             .iter()
             .find(|(m, _)| *m == magic)
             .map(|(_, n)| (*n).to_string());

@@ -8,6 +8,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// `statfs` magic numbers of network and cluster filesystems.
+pub const NETWORK_FS: &[(i64, &str)] = &[
+    (0x6969, "nfs"),
+    (0x0BD0_0BD0, "lustre"),
+    (0xFF53_4D42, "cifs"),
+    (0xFE53_4D42, "smb2"),
+    (0x4750_4653, "gpfs"),
+    (0x6573_5546, "fuse"),
+    (0x00C3_6400, "ceph"),
+    (0xA501_FCF5, "beegfs"),
+];
+
 /// Largest config file read (bytes); a larger one is read up to this size.
 pub const MAX_READ: u64 = 4 << 20;
 
