@@ -27,6 +27,7 @@
 # only through their pid files. Re-running `up` rewrites the config and restarts the daemons.
 set -euo pipefail
 . "$(dirname "$0")/lib/apt.sh"
+. "$(dirname "$0")/lib/slurm-conf.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${LG_CLUSTER:-host}
@@ -203,13 +204,7 @@ TaskPlugin=$task
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=$grestypes
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
-SlurmdSpoolDir=/var/spool/slurmd
-StateSaveLocation=/var/spool/slurmctld
-SlurmUser=root
-MpiDefault=none
-ReturnToService=2
+$(slurm_conf_daemons)
 SlurmctldLogFile=/var/log/slurmctld.log
 SlurmdLogFile=/var/log/slurmd.log
 SlurmdDebug=info

@@ -20,6 +20,7 @@
 # nspawn must not talk to machined or create a scope). Needs root; installs debootstrap and
 # systemd-container with apt-get when missing.
 set -euo pipefail
+. "$(dirname "$0")/lib/slurm-conf.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${LG_NODE_ROOTFS:-/srv/lg-node}
 RUN=/run/lg-node
@@ -97,13 +98,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
-SlurmdSpoolDir=/var/spool/slurmd
-StateSaveLocation=/var/spool/slurmctld
-SlurmUser=root
-MpiDefault=none
-ReturnToService=2
+$(slurm_conf_daemons)
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 HealthCheckProgram=${LG_NODE_HEALTH_PROGRAM:-/usr/sbin/launchguard-health}

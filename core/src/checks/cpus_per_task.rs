@@ -70,6 +70,15 @@ impl MinSource {
         }
     }
 
+    /// The advice's basis, or nothing for the inherited-`-c` trap (whose fix names the job's own `-c`).
+    fn basis_unless_trap(min: Option<MinSource>, trap: bool) -> String {
+        if trap {
+            String::new()
+        } else {
+            min.map(MinSource::basis).unwrap_or_default()
+        }
+    }
+
     fn basis(self) -> String {
         match self {
             MinSource::Admin(n) => format!(" (min_cpus_per_task={n} set by the admin)"),
@@ -308,11 +317,7 @@ pub fn check_srun(
                 false,
             ),
         };
-        let basis = if trap {
-            String::new()
-        } else {
-            min.map(MinSource::basis).unwrap_or_default()
-        };
+        let basis = MinSource::basis_unless_trap(min, trap);
         // An --overlap step shares a running job's CPUs (monitoring, debugging): say it, never stop it.
         let severity = if argv.has("overlap") {
             Severity::Warning
@@ -457,11 +462,7 @@ pub fn check_step(
                 false,
             ),
         };
-        let basis = if trap {
-            String::new()
-        } else {
-            min.map(MinSource::basis).unwrap_or_default()
-        };
+        let basis = MinSource::basis_unless_trap(min, trap);
         return vec![Finding {
             check: CheckKind::CpusPerTask,
             severity: if overlap {
