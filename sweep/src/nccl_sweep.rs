@@ -52,6 +52,18 @@ pub struct NcclOptions {
     pub outliers: OutlierOptions,
     /// Print progress on stderr.
     pub progress: bool,
+    /// One job per pair, or one allocation with a step per pair.
+    pub launch: Launch,
+}
+
+/// How the pair runs reach Slurm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Launch {
+    /// One `sbatch -N2 --nodelist=a,b --exclusive` job per pair.
+    Jobs,
+    /// One allocation over every node (`sbatch -N<n> --exclusive`, holding them), and inside it one
+    /// `srun --jobid=<id> -N2 -w a,b` step per pair, started from here; a node is in one step at a time.
+    Steps,
 }
 
 /// One pair job.
@@ -426,6 +438,240 @@ fn first_error(file: &str) -> String {
     }
 }
 
+/// Takes the allocation for [`Launch::Steps`]: one job over `nodes` that holds them (its batch script
+/// sleeps) until cancelled; waits until it runs. Err says why there is none (its state, or sbatch's
+/// words).
+fn allocate(
+    opts: &NcclOptions,
+    nodes: &[String],
+    job: &str,
+    until: Instant,
+) -> Result<String, String> {
+    let Some(_submitting) = cleanup::Submitting::start() else {
+        return Err("the sweep was interrupted".into());
+    };
+    let secs = opts.round_timeout.as_secs().max(60) * opts.rounds.max(1) as u64 + 60;
+    let mut c = Command::new("sbatch");
+    c.args(["--parsable", "--exclusive", "--output=/dev/null"])
+        .arg(format!("-N{}", nodes.len()))
+        .arg(format!("--job-name={job}"))
+        .arg(format!("--nodelist={}", nodes.join(",")))
+        .arg(format!("--ntasks-per-node={}", opts.ntasks_per_node))
+        .arg(format!("--time={}", secs.div_ceil(60)));
+    if let Some(part) = &opts.partition {
+        c.arg(format!("--partition={part}"));
+    }
+    c.args(&opts.sbatch_args);
+    c.arg(format!("--wrap=exec sleep {secs}"));
+    let o = slurm::run(&mut c, Duration::from_secs(30))?;
+    if o.code != Some(0) || o.timed_out {
+        cleanup::unsure();
+        return Err(format!(
+            "sbatch refused the allocation: {}",
+            slurm::srun_error(&o.stderr).unwrap_or_else(|| "no answer within 30 s".into())
+        ));
+    }
+    let id = o.stdout.trim().split(';').next().unwrap_or("").to_string();
+    cleanup::own(&id);
+    drop(_submitting);
+    let mut state = "PENDING".to_string();
+    while Instant::now() < until && !cleanup::exiting() {
+        let q = slurm::run(
+            Command::new("squeue").args(["-h", "-t", "all", "-o", "%T", "-j", &id]),
+            Duration::from_secs(10),
+        );
+        if let Some(q) = q.ok().filter(|q| q.code == Some(0) && !q.timed_out) {
+            state = q.stdout.trim().to_string();
+            if state == "RUNNING" {
+                return Ok(id);
+            }
+            if TERMINAL.contains(&state.as_str()) {
+                break;
+            }
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!(
+        "allocation {id} over {} nodes did not start (state {state})",
+        nodes.len()
+    ))
+}
+
+/// Most bytes of a step's output written to its file.
+pub const MAX_STEP_OUTPUT: u64 = 64 << 20;
+
+/// One pair as a step of `alloc`: `srun --jobid` pinned to the pair, output to the pair's file
+/// (stdout as it arrives, capped at [`MAX_STEP_OUTPUT`], then srun's stderr), within `budget`.
+fn step(opts: &NcclOptions, alloc: &str, p: &Pair, round: usize, budget: Duration) -> PairRun {
+    use std::io::Write as _;
+    let file = opts.out_dir.join(format!("r{round}-{}-{}.out", p.0, p.1));
+    let mut run = PairRun {
+        round,
+        nodes: p.clone(),
+        job_id: Some(alloc.to_string()),
+        state: String::new(),
+        file: file.display().to_string(),
+    };
+    let mut out = match std::fs::File::create(&file) {
+        Ok(f) => std::io::BufWriter::new(f),
+        Err(e) => {
+            run.state = format!("cannot write '{}': {e}", file.display());
+            run.job_id = None;
+            return run;
+        }
+    };
+    let mut c = Command::new("srun");
+    c.arg(format!("--jobid={alloc}"))
+        .arg("-N2")
+        .arg(format!("-n{}", 2 * opts.ntasks_per_node))
+        .arg(format!("--ntasks-per-node={}", opts.ntasks_per_node))
+        .arg(format!("--nodelist={},{}", p.0, p.1))
+        .args(&opts.srun_args);
+    if let Some(img) = &opts.container_image {
+        c.arg(format!("--container-image={img}"));
+    }
+    c.args(["sh", "-c", &opts.command]);
+    let mut written = 0u64;
+    let o = slurm::run_streaming(&mut c, budget, &mut |l| {
+        if written < MAX_STEP_OUTPUT {
+            written += l.len() as u64 + 1;
+            let _ = writeln!(out, "{l}");
+        }
+    });
+    run.state = match o {
+        Ok(o) => {
+            let _ = out.write_all(o.stderr.as_bytes());
+            if o.timed_out {
+                format!(
+                    "not finished within {} s (cancelled; was RUNNING)",
+                    opts.round_timeout.as_secs()
+                )
+            } else if o.code == Some(0) {
+                "COMPLETED".into()
+            } else {
+                "FAILED".into()
+            }
+        }
+        Err(e) => {
+            run.job_id = None;
+            e
+        }
+    };
+    let _ = out.flush();
+    run
+}
+
+/// A round as steps of the one allocation (taken now if this is the first round): every pair whose
+/// two nodes are free starts at once, the others as nodes free up; all within the round's deadline,
+/// counted from `round_start` (the allocation's submission included).
+fn round_of_steps(
+    opts: &NcclOptions,
+    plan: &[Pair],
+    round: usize,
+    usable: &[String],
+    job: &str,
+    alloc: &mut Option<String>,
+    round_start: Instant,
+) -> Vec<PairRun> {
+    let until = round_start + opts.round_timeout;
+    if alloc.is_none() {
+        match allocate(opts, usable, job, until) {
+            Ok(id) => *alloc = Some(id),
+            Err(why) => {
+                return plan
+                    .iter()
+                    .map(|p| PairRun {
+                        round,
+                        nodes: p.clone(),
+                        job_id: None,
+                        state: why.clone(),
+                        file: opts
+                            .out_dir
+                            .join(format!("r{round}-{}-{}.out", p.0, p.1))
+                            .display()
+                            .to_string(),
+                    })
+                    .collect()
+            }
+        }
+    }
+    let id = alloc.clone().unwrap_or_default();
+    let mut pending: Vec<(usize, Pair)> = plan.iter().cloned().enumerate().collect();
+    let mut running: Vec<(usize, Pair, thread::JoinHandle<PairRun>)> = Vec::new();
+    let mut done: Vec<(usize, PairRun)> = Vec::new();
+    let mut busy: BTreeSet<String> = BTreeSet::new();
+    while !pending.is_empty() || !running.is_empty() {
+        let mut i = 0;
+        while i < pending.len() {
+            let (_, p) = &pending[i];
+            if busy.contains(&p.0) || busy.contains(&p.1) || cleanup::exiting() {
+                i += 1;
+                continue;
+            }
+            let (k, p) = pending.remove(i);
+            busy.insert(p.0.clone());
+            busy.insert(p.1.clone());
+            let (o, id, q) = (opts.clone(), id.clone(), p.clone());
+            let budget = until.saturating_duration_since(Instant::now());
+            running.push((
+                k,
+                p,
+                thread::spawn(move || step(&o, &id, &q, round, budget)),
+            ));
+        }
+        if cleanup::exiting() {
+            pending.clear();
+        }
+        if let Some(j) = running.iter().position(|(_, _, h)| h.is_finished()) {
+            let (k, p, h) = running.remove(j);
+            busy.remove(&p.0);
+            busy.remove(&p.1);
+            let r = h.join().unwrap_or_else(|_| PairRun {
+                round,
+                nodes: p.clone(),
+                job_id: None,
+                state: "the step's thread panicked".into(),
+                file: String::new(),
+            });
+            done.push((k, r));
+            if opts.progress {
+                eprintln!(
+                    "launchguard sweep nccl: round {round}: {}/{} pairs done, {} running, {:.1} s",
+                    done.len(),
+                    plan.len(),
+                    running.len(),
+                    round_start.elapsed().as_secs_f64()
+                );
+            }
+            continue;
+        }
+        if Instant::now() >= until && !pending.is_empty() {
+            for (k, p) in pending.drain(..) {
+                done.push((
+                    k,
+                    PairRun {
+                        round,
+                        nodes: p.clone(),
+                        job_id: None,
+                        state: format!(
+                            "not finished within {} s (its nodes were still busy)",
+                            opts.round_timeout.as_secs()
+                        ),
+                        file: opts
+                            .out_dir
+                            .join(format!("r{round}-{}-{}.out", p.0, p.1))
+                            .display()
+                            .to_string(),
+                    },
+                ));
+            }
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    done.sort_by_key(|(k, _)| *k);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// Sorts nodes into bad / suspect / good from the analysis plus runs that produced nothing to parse
 /// (a pair job that failed before printing: both nodes suspect until proven good).
 pub fn classify(
@@ -528,6 +774,8 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
     let mut tried: BTreeSet<Pair> = BTreeSet::new();
     let mut plan = pairs::first_round(&usable);
     let mut report = None;
+    // Launch::Steps: the one allocation, taken in round 1 and kept for the later rounds.
+    let mut alloc: Option<String> = None;
     for round in 1..=opts.rounds.max(1) {
         if plan.is_empty() || cleanup::exiting() {
             break;
@@ -541,14 +789,23 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
             );
         }
         let round_start = Instant::now();
-        let mut this: Vec<PairRun> = plan.iter().map(|p| submit(opts, p, round, &job)).collect();
-        wait(
-            &mut this,
-            round,
-            round_start,
-            opts.round_timeout,
-            opts.progress,
-        );
+        let this = match opts.launch {
+            Launch::Jobs => {
+                let mut this: Vec<PairRun> =
+                    plan.iter().map(|p| submit(opts, p, round, &job)).collect();
+                wait(
+                    &mut this,
+                    round,
+                    round_start,
+                    opts.round_timeout,
+                    opts.progress,
+                );
+                this
+            }
+            Launch::Steps => {
+                round_of_steps(opts, &plan, round, &usable, &job, &mut alloc, round_start)
+            }
+        };
         tried.extend(plan.iter().cloned());
         runs.extend(this);
         let r = analyse(&runs, &opts.outliers, &names);
@@ -562,6 +819,10 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
         let mut todo = suspect.clone();
         todo.extend(untested);
         plan = pairs::next_round(&todo, &good, &tried);
+    }
+    if let Some(id) = &alloc {
+        let _ = slurm::run(Command::new("scancel").arg(id), Duration::from_secs(10));
+        cleanup::release(id);
     }
     let report = report.ok_or("no round ran")?;
     let (bad, suspect, good) = classify(&report, &runs);
@@ -785,6 +1046,7 @@ mod tests {
             out_dir: "/tmp".into(),
             outliers: OutlierOptions::default(),
             progress: false,
+            launch: Launch::Jobs,
         }
     }
 

@@ -461,6 +461,10 @@ fn nccl_sweep(slow: &str) -> (Value, i32) {
 }
 
 fn nccl_sweep_with(command: &Path, env: &[(&str, &str)]) -> (Value, i32) {
+    nccl_sweep_launch(command, env, "jobs")
+}
+
+fn nccl_sweep_launch(command: &Path, env: &[(&str, &str)], launch: &str) -> (Value, i32) {
     let tag = env.first().map(|e| e.1).unwrap_or("none");
     // A `%` in the directory: sbatch would expand `%j` in --output unless the sweep escapes it.
     let out = std::env::temp_dir().join(format!(
@@ -481,6 +485,8 @@ fn nccl_sweep_with(command: &Path, env: &[(&str, &str)]) -> (Value, i32) {
             command.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--launch",
+            launch,
         ],
         env,
     );
@@ -531,6 +537,35 @@ fn the_planted_slow_node_is_named_bad_within_two_rounds() {
             assert_eq!(run["state"], "COMPLETED", "{run:#}");
         }
     }
+}
+
+#[test]
+fn one_allocation_with_pinned_steps_names_the_same_bad_node() {
+    let _c = Cluster::up();
+    let (r, code) = nccl_sweep_launch(
+        &root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh"),
+        &[("LG_FAKE_SLOW_NODE", "lgn1")],
+        "steps",
+    );
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn1"], "{r:#}");
+    assert_eq!(strings(&r["good"]), vec!["lgn2", "lgn3"], "{r:#}");
+    // Every pair ran as a step of one job, and that job is gone afterwards.
+    let runs = r["runs"].as_array().unwrap();
+    let job = runs[0]["job_id"].as_str().unwrap().to_string();
+    for run in runs {
+        assert_eq!(run["state"], "COMPLETED", "{run:#}");
+        assert_eq!(run["job_id"], job.as_str(), "{run:#}");
+    }
+    let o = Command::new("squeue")
+        .args(["-h", "-t", "pending,running", "-j", &job])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "{o:?}"
+    );
 }
 
 #[test]
@@ -708,6 +743,8 @@ fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
             "sweep",
             "nccl",
             "--quiet",
+            "--launch",
+            "jobs",
             "--rounds",
             "1",
             "--round-timeout",
