@@ -126,8 +126,8 @@ pub struct NcclArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// How pairs reach Slurm: `jobs`, one sbatch job per pair; `steps`, one allocation over every
-    /// node and one `srun --jobid … -w a,b` step per pair inside it.
-    #[arg(long, value_enum, default_value = "jobs")]
+    /// node and one `srun --jobid … -w a,b` step per pair inside it (default: measured faster, README).
+    #[arg(long, value_enum, default_value = "steps")]
     pub launch: nccl_sweep::Launch,
 }
 

@@ -1,13 +1,17 @@
-//! `launchguard sweep nccl`: pairwise NCCL runs planned by [`crate::pairs`], submitted through
-//! `sbatch` (one job per pair: a Slurm job array cannot pin each of its tasks to its own pair of
-//! nodes, and a pinned pair is what makes a later round's evidence mean something), waited for with
-//! progress on stderr, and judged by `launchguard_nccl::outliers` (the same analysis as `launchguard
-//! nccl outliers`), over every run of every round together.
+//! `launchguard sweep nccl`: pairwise NCCL runs planned by [`crate::pairs`], launched through Slurm
+//! either as steps of one allocation ([`Launch::Steps`], the default: one `sbatch -N<n> --exclusive`
+//! job holding the nodes, one `srun --jobid=<id> -N2 -w a,b` step per pair started from here) or as
+//! one job per pair ([`Launch::Jobs`]: `sbatch -N2 --nodelist=a,b --exclusive --wrap 'srun [args]
+//! CMD'`; a Slurm job array cannot pin each of its tasks to its own pair of nodes, and a pinned pair
+//! is what makes a later round's evidence mean something). Measured on 16/32/64 nodes, the steps take
+//! about a third to two thirds of the jobs' time (README, "Scale"). Progress goes to stderr; the runs
+//! are judged by `launchguard_nccl::outliers` (the same analysis as `launchguard nccl outliers`),
+//! over every run of every round together, with host names mapped to Slurm NodeNames.
 //!
-//! Each pair job is `sbatch -N2 --nodelist=a,b --exclusive --wrap 'srun [args] CMD'` with its output
-//! in `<out>/r<round>-<a>-<b>.out`; CMD is an nccl-tests binary on the host or, with
-//! `--container-image`, in a container through Pyxis. A round has a deadline; jobs still queued or
-//! running then are cancelled and count as failed runs of their pair.
+//! Each pair's output is `<out>/r<round>-<a>-<b>.out`; CMD is an nccl-tests binary on the host or,
+//! with `--container-image`, in a container through Pyxis. A round has a deadline, counted from
+//! before its first submission; runs still queued or running then are cancelled and count as failed
+//! runs of their pair. Every job is cancelled on every exit ([`crate::cleanup`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
@@ -520,17 +524,17 @@ fn step(opts: &NcclOptions, alloc: &str, p: &Pair, round: usize, budget: Duratio
             return run;
         }
     };
-    let mut c = Command::new("srun");
-    c.arg(format!("--jobid={alloc}"))
-        .arg("-N2")
-        .arg(format!("-n{}", 2 * opts.ntasks_per_node))
-        .arg(format!("--ntasks-per-node={}", opts.ntasks_per_node))
-        .arg(format!("--nodelist={},{}", p.0, p.1))
-        .args(&opts.srun_args);
-    if let Some(img) = &opts.container_image {
-        c.arg(format!("--container-image={img}"));
-    }
-    c.args(["sh", "-c", &opts.command]);
+    // The same line a pair job's batch script runs (wrap_command), pinned into the allocation: the
+    // shell splits COMMAND into srun's arguments exactly as sbatch --wrap does, then is replaced by srun.
+    let pinned = format!(
+        "exec srun --jobid={alloc} -N2 -n{} --nodelist={},{}{}",
+        2 * opts.ntasks_per_node,
+        crate::check_sweep::sh_quote(&p.0),
+        crate::check_sweep::sh_quote(&p.1),
+        wrap_command(opts).strip_prefix("srun").unwrap_or_default()
+    );
+    let mut c = Command::new("sh");
+    c.args(["-c", &pinned]);
     let mut written = 0u64;
     let o = slurm::run_streaming(&mut c, budget, &mut |l| {
         if written < MAX_STEP_OUTPUT {

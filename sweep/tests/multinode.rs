@@ -460,8 +460,9 @@ fn nccl_sweep(slow: &str) -> (Value, i32) {
     )
 }
 
+/// With the default launch (one allocation, a step per pair).
 fn nccl_sweep_with(command: &Path, env: &[(&str, &str)]) -> (Value, i32) {
-    nccl_sweep_launch(command, env, "jobs")
+    nccl_sweep_launch(command, env, "steps")
 }
 
 fn nccl_sweep_launch(command: &Path, env: &[(&str, &str)], launch: &str) -> (Value, i32) {
@@ -540,13 +541,17 @@ fn the_planted_slow_node_is_named_bad_within_two_rounds() {
 }
 
 #[test]
-fn one_allocation_with_pinned_steps_names_the_same_bad_node() {
+fn one_job_per_pair_and_one_allocation_name_the_same_bad_node() {
     let _c = Cluster::up();
-    let (r, code) = nccl_sweep_launch(
-        &root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh"),
-        &[("LG_FAKE_SLOW_NODE", "lgn1")],
-        "steps",
-    );
+    let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");
+    let (r, code) = nccl_sweep_launch(&standin, &[("LG_FAKE_SLOW_NODE", "lgn1")], "jobs");
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn1"], "{r:#}");
+    let runs = r["runs"].as_array().unwrap();
+    let mut ids: Vec<&str> = runs.iter().map(|x| x["job_id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), runs.len(), "one job per pair: {r:#}");
+    let (r, code) = nccl_sweep_launch(&standin, &[("LG_FAKE_SLOW_NODE", "lgn1")], "steps");
     assert_eq!(code, 2, "{r:#}");
     assert_eq!(strings(&r["bad"]), vec!["lgn1"], "{r:#}");
     assert_eq!(strings(&r["good"]), vec!["lgn2", "lgn3"], "{r:#}");
