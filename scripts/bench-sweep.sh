@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# How `launchguard sweep` grows with the node count: wall time on 2, 4 and 8 namespace nodes of
+# How `launchguard sweep` grows with the node count: wall time on namespace nodes of
 # scripts/multinode.sh (one machine, so this measures Slurm's and launchguard's orchestration, not a
 # network). For each size N:
 #   srun       `srun -N N --ntasks-per-node=1 true`: Slurm's own fan-out, the floor
 #   sweep      `launchguard sweep` (every node runs `launchguard check --json`), healthy cluster
-#   sweep-down the same with one node's slurmd stopped (Slurm has not noticed yet): the per-node
-#              retry path and the deadline
-#   nccl       `launchguard sweep nccl` with the stand-in all_reduce_perf and a planted slow node
-#              (two rounds), once
-# Medians of REPS runs (default 5) for the first two; one run for the last two (they take seconds).
-# Leaves a 3-node cluster up, as the tests expect.
+#   down       the same with one node's slurmd just stopped: the launch-error path and the deadline
+#   munge      the same with one node's munged running with a different key
+#   jobs/steps `launchguard sweep nccl --launch jobs|steps` with the stand-in all_reduce_perf and a
+#              planted slow node (up to two rounds), once each; pairs/rounds/bad after the figure
+# Medians of REPS runs (default 5) for the first two; one run for the others (they take seconds).
+# `load` is the 1-minute load average when the size was done (the machine may be shared).
+# Holds /tmp/lg-cluster-multinode.lock (flock -o: the daemons do not keep it) for all sizes; leaves a 3-node cluster up, as the tests expect.
 #   LAUNCHGUARD=path (default target/release/launchguard)   SIZES="2 4 8"   REPS=5
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,26 +27,41 @@ ms() { echo $(( ($2 - $1) / 1000000 )); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
 time_ms() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || true; t1=$(now); ms "$t0" "$t1"; }
 
-printf '%-5s %10s %10s %12s %10s %s\n' nodes srun_ms sweep_ms sweep_down_ms nccl_ms "nccl (pairs/rounds/bad)"
-for n in $SIZES; do
-  scripts/multinode.sh up "$n" >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; exit 1; }
-  s=(); w=()
+summary() { python3 -c 'import json,sys; r=json.load(sys.stdin); print("%d/%d/%s" % (len(r["runs"]), max(x["round"] for x in r["runs"]), ",".join(r["bad"]) or "-"))'; }
+nccl() { # launch -> "ms pairs/rounds/bad"
+  local out t0 t1 j
+  out=$(mktemp -d /tmp/lg-bench-nccl.XXXXXX)
+  t0=$(now)
+  j=$(LG_FAKE_SLOW_NODE=lgn2 "$LG" sweep nccl --launch "$1" --quiet --json --rounds 2 --command "$STANDIN" --out "$out" || true)
+  t1=$(now)
+  rm -rf "$out"
+  echo "$(ms "$t0" "$t1") $(printf '%s' "$j" | summary)"
+}
+one_size() { # n
+  local n=$1 s=() w=() d m jobs steps
+  scripts/multinode.sh up "$n" >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; return 1; }
   for _ in $(seq "$REPS"); do
     s+=("$(time_ms srun -N "$n" --ntasks-per-node=1 true)")
     w+=("$(time_ms "$LG" sweep --check-arg=--config="$CONFIG")")
   done
   # Exit code must be 0 on the healthy cluster, or the figure means nothing.
-  "$LG" sweep --check-arg=--config="$CONFIG" >/dev/null || { echo "bench-sweep: sweep on $n healthy nodes did not exit 0" >&2; exit 1; }
-  scripts/multinode.sh break "lgn$n" down >/dev/null 2>&1 || { echo "bench-sweep: break failed" >&2; exit 1; }
+  "$LG" sweep --check-arg=--config="$CONFIG" >/dev/null || { echo "bench-sweep: sweep on $n healthy nodes did not exit 0" >&2; return 1; }
+  scripts/multinode.sh break "lgn$n" down >/dev/null 2>&1 || { echo "bench-sweep: break failed" >&2; return 1; }
   d=$(time_ms "$LG" sweep --timeout 60 --check-arg=--config="$CONFIG")
-  scripts/multinode.sh heal >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; exit 1; }
-  out=$(mktemp -d /tmp/lg-bench-nccl.XXXXXX)
-  t0=$(now)
-  j=$(LG_FAKE_SLOW_NODE=lgn2 "$LG" sweep nccl --quiet --json --rounds 2 --command "$STANDIN" --out "$out" || true)
-  t1=$(now)
-  rm -rf "$out"
-  summary=$(printf '%s' "$j" | python3 -c 'import json,sys; r=json.load(sys.stdin); print("%d/%d/%s" % (len(r["runs"]), max(x["round"] for x in r["runs"]), ",".join(r["bad"]) or "-"))')
-  printf '%-5s %10s %10s %12s %10s %s\n' "$n" \
-    "$(printf '%s\n' "${s[@]}" | median)" "$(printf '%s\n' "${w[@]}" | median)" "$d" "$(ms "$t0" "$t1")" "$summary"
-done
-scripts/multinode.sh up 3 >/dev/null 2>&1
+  scripts/multinode.sh heal >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; return 1; }
+  scripts/multinode.sh break "lgn$n" munge-key >/dev/null 2>&1 || { echo "bench-sweep: break failed" >&2; return 1; }
+  m=$(time_ms "$LG" sweep --timeout 60 --check-arg=--config="$CONFIG")
+  scripts/multinode.sh heal >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; return 1; }
+  jobs=$(nccl jobs)
+  steps=$(nccl steps)
+  printf '%-5s %8s %8s %8s %8s %8s %-9s %8s %-9s %5s\n' "$n" \
+    "$(printf '%s\n' "${s[@]}" | median)" "$(printf '%s\n' "${w[@]}" | median)" "$d" "$m" \
+    ${jobs% *} "${jobs#* }" ${steps% *} "${steps#* }" "$(cut -d' ' -f1 /proc/loadavg)"
+}
+
+printf '%-5s %8s %8s %8s %8s %8s %-9s %8s %-9s %5s\n' nodes srun_ms sweep_ms down_ms munge_ms jobs_ms "p/r/bad" steps_ms "p/r/bad" load
+# One hold of the lock for every size (a test run slipping in between would rebuild the cluster).
+flock -o /tmp/lg-cluster-multinode.lock bash -c "$(declare -f now ms median time_ms summary nccl one_size)
+  LG='$LG' REPS='$REPS' CONFIG='$CONFIG' STANDIN='$STANDIN'
+  for n in $SIZES; do one_size \$n || exit 1; done
+  scripts/multinode.sh up 3 >/dev/null 2>&1"

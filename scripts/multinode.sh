@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # A multi-node Slurm 22.05 test cluster on this one machine, for `launchguard sweep` and its tests.
 #
-#   scripts/multinode.sh up [N]        N nodes (default 3): lgn1..lgnN. Idempotent: when the cluster is
-#                                      already up with N nodes, `up` heals every node and returns;
-#                                      otherwise it (re)writes the config and (re)starts everything
+#   scripts/multinode.sh up [N] [hostnames=differ]
+#                                      N nodes (default 3): lgn1..lgnN. Idempotent: when the cluster is
+#                                      already up with N nodes (and the same hostnames), `up` heals every
+#                                      node and returns; otherwise it (re)writes the config and (re)starts
+#                                      everything. hostnames=differ: each node's `hostname` is lgmnhI, not
+#                                      its NodeName lgnI (slurm.conf NodeHostname=lgmnhI), as on clusters
+#                                      that name nodes by rack position
 #   scripts/multinode.sh down          stop every daemon (pid files only), remove namespaces and bridge
 #   scripts/multinode.sh status        daemons, nodes as slurmctld sees them, broken nodes
 #   scripts/multinode.sh break NODE WHAT   make exactly one node differ from the rest, WHAT is one of
@@ -34,6 +38,13 @@
 # Must run as root. Installs iproute2/util-linux if missing. Never kills daemons by name: only through
 # their pid files.
 set -euo pipefail
+# The daemons this script starts outlive it: they must not inherit a caller's descriptors above 2.
+# `flock /tmp/lg-cluster-multinode.lock scripts/multinode.sh up N` would otherwise leave the lock held
+# by every munged it started, for as long as they run (fd 255 is bash reading this script).
+for fd in /proc/$$/fd/*; do
+  fd=${fd##*/}
+  case "$fd" in 0|1|2|255|*[!0-9]*) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
+done
 . "$(dirname "$0")/lib/apt.sh"
 
 D=${LG_MN_DIR:-/run/lg-mn}
@@ -74,21 +85,27 @@ install_packages() {
 }
 
 nodes_configured() { [ -f "$D/node-count" ] && cat "$D/node-count" || echo 0; }
+hostnames_configured() { [ -f "$D/hostname-mode" ] && cat "$D/hostname-mode" || echo same; }
+hn() { # index -> the node's hostname
+  if [ "$(hostnames_configured)" = differ ]; then echo "lgmnh$1"; else echo "lgn$1"; fi
+}
 nd() { echo "$D/nodes/$1"; }          # a node's own files
 idx() { echo "${1#lgn}"; }             # lgn3 -> 3
 
 # ---- per-node files (rewritten in place so that bind mounts keep seeing them) ----
 write_hosts() { # node n [mode]
-  local node=$1 n=$2 mode=${3:-good} i f
+  local node=$1 n=$2 mode=${3:-good} i f names
   f=$(nd "$node")/hosts
   {
     echo "127.0.0.1 localhost"
     echo "::1 localhost ip6-localhost ip6-loopback"
     echo "$NET.1 $CTLD_HOST"
     for i in $(seq "$n"); do
-      if [ "lgn$i" = "$node" ] && [ "$mode" = loopback ]; then echo "127.0.1.1 lgn$i"
-      elif [ "lgn$i" = "$node" ] && [ "$mode" = fe80 ]; then echo "fe80::1 lgn$i"
-      else echo "$NET.$((10 + i)) lgn$i"; fi
+      names="lgn$i"
+      [ "$(hn "$i")" = "lgn$i" ] || names="$(hn "$i") lgn$i"
+      if [ "lgn$i" = "$node" ] && [ "$mode" = loopback ]; then echo "127.0.1.1 $names"
+      elif [ "lgn$i" = "$node" ] && [ "$mode" = fe80 ]; then echo "fe80::1 $names"
+      else echo "$NET.$((10 + i)) $names"; fi
     done
   } > "$f.new"
   [ -f "$f" ] || : > "$f"
@@ -187,7 +204,7 @@ MessageTimeout=5
 PlugStackConfig=$D/plugstack.conf
 CONF
     for i in $(seq "$n"); do
-      echo "NodeName=lgn$i NodeAddr=$NET.$((10 + i)) CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN"
+      echo "NodeName=lgn$i NodeHostname=$(hn "$i") NodeAddr=$NET.$((10 + i)) CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN"
     done
     echo "PartitionName=lgmn Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
   } > "$CONF"
@@ -206,7 +223,7 @@ start_slurmd() { # node
   # The mount namespace lives as long as slurmd (and its slurmstepds) do.
   nsenter --net="/var/run/netns/lgmn$i" unshare --uts --mount --propagation private sh -c "
     set -e
-    hostname $node
+    hostname $(hn "$i")
     mount --bind '$dir/hosts' /etc/hosts
     mount --bind '$dir/etc-munge' /etc/munge
     mount --bind '$dir/munge-run' /run/munge
@@ -218,7 +235,7 @@ start_slurmd() { # node
     # Likewise /etc/slurm belongs to the one-node cluster (scripts/cluster.sh): these nodes read $D's
     # slurm.conf and plugstack, and must not see that cluster's plugstack drop-ins as theirs.
     if [ -d /etc/slurm ]; then mount -t tmpfs -o size=64k,mode=755 lgmn-no-etc-slurm /etc/slurm; fi
-    exec /usr/sbin/slurmd -f '$CONF'
+    exec /usr/sbin/slurmd -f '$CONF' -N $node
   "
 }
 
@@ -269,10 +286,15 @@ stop_all() {
 }
 
 up() {
-  local n=${1:-3} i
+  local n=${1:-3} mode=same i
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "N must be 1..200, not '$n'"
+  case "${2:-}" in
+    "") ;;
+    hostnames=differ) mode=differ ;;
+    *) die "up: the option after N is hostnames=differ, not '$2'" ;;
+  esac
   install_packages
-  if [ "$(nodes_configured)" = "$n" ] && pid_alive "$D/slurmctld.pid" && scontrol ping >/dev/null 2>&1; then
+  if [ "$(nodes_configured)" = "$n" ] && [ "$(hostnames_configured)" = "$mode" ] && pid_alive "$D/slurmctld.pid" && scontrol ping >/dev/null 2>&1; then
     for i in $(seq "$n"); do heal_node "lgn$i" "$n"; done
     mapfile -t names < <(seq -f "lgn%g" "$n"); wait_nodes "${names[@]}"
     log "up (already): $n nodes healed, SLURM_CONF=$CONF"
@@ -289,6 +311,7 @@ up() {
   rm -rf "$D/state" "$D/spool" "$D"/slurmd.*.log "$D/nodes"
   mkdir -p "$D"
   make_net "$n"
+  echo "$mode" > "$D/hostname-mode"
   write_config "$n"
   # The cluster's own munge key and munged (slurmctld and clients on the host).
   make_munge_dirs "$D/ctld-munge"
@@ -366,11 +389,11 @@ status() {
 }
 
 case "${1:-}" in
-  up) up "${2:-3}" ;;
+  up) up "${2:-3}" "${3:-}" ;;
   down) down ;;
   status) status ;;
   break) [ $# -eq 3 ] || die "usage: break NODE WHAT"; break_node "$2" "$3" ;;
   heal) heal "${2:-}" ;;
   env) echo "export SLURM_CONF=$CONF" ;;
-  *) echo "usage: $0 up [N]|down|status|break NODE WHAT|heal [NODE]|env" >&2; exit 2 ;;
+  *) echo "usage: $0 up [N] [hostnames=differ]|down|status|break NODE WHAT|heal [NODE]|env" >&2; exit 2 ;;
 esac

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::cleanup;
 use crate::compare::{self, Divergence, RULES};
 use crate::finding::{self, Finding, Severity};
 use crate::report::{self, NodeReport, TaskOutput};
@@ -237,6 +238,8 @@ fn node_findings(r: &NodeReport) -> Vec<Finding> {
 /// Runs the sweep.
 pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     let start = Instant::now();
+    // Ctrl-C/SIGTERM/SIGHUP cancel the check step's job (found by this run's job name).
+    let _cleanup = cleanup::Guard::arm();
     let deadline = start + opts.timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
     // Without -p or -w the step goes to the default partition: sweep exactly its nodes, or nodes of
@@ -286,7 +289,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
             Some(_) => ask.push(n.clone()),
         }
     }
-    let job = format!("lg-sweep-{}", std::process::id());
+    let job = cleanup::job_name("lg-sweep");
     let mut steps = 0;
     let mut any_timeout = false;
     // Nodes whose check started but was still running when its step hit the deadline.
@@ -328,7 +331,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
             handles.push(thread::spawn(move || {
                 while let Some(n) = queue.lock().map(|mut q| q.pop()).ok().flatten() {
                     let b = retry_deadline.saturating_duration_since(Instant::now());
-                    if b.is_zero() {
+                    if b.is_zero() || cleanup::exiting() {
                         break;
                     }
                     if let Ok((o, tasks)) = check_step(&opts, std::slice::from_ref(&n), &job, b) {
@@ -368,7 +371,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         }
     }
     if any_timeout {
-        slurm::scancel_name(&job, left() + Duration::from_secs(1));
+        // srun was killed at its deadline: its job, found by this run's name, is cancelled now.
+        cleanup::unsure();
+        cleanup::cancel_owned(left() + Duration::from_secs(1), true);
     }
     // Fresh states for the nodes that did not answer: Slurm may have noticed them by now.
     let silent: Vec<String> = ask
@@ -420,6 +425,59 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     ))
 }
 
+/// Most bytes of stdout kept from one task. A check report is ~3.3 KB; a task that prints without
+/// end (a wrong `--check-command`, a looping wrapper) is cut here, so srun's output from thousands of
+/// nodes cannot fill the login node's memory.
+pub const MAX_TASK_OUTPUT: usize = 256 * 1024;
+
+/// Feeds labelled step output to a [`report::StepParser`], at most [`MAX_TASK_OUTPUT`] bytes per
+/// task; tasks cut off are named in [`CappedParser::finish`] with what happened.
+#[derive(Default)]
+pub struct CappedParser {
+    parser: report::StepParser,
+    /// Bytes per task so far, and the task's node once its marker arrived.
+    tasks: BTreeMap<usize, (usize, Option<String>)>,
+}
+
+impl CappedParser {
+    /// Takes one line of srun's labelled stdout.
+    pub fn feed_line(&mut self, line: &str) {
+        if let Some((task, text)) = report::split_label(line) {
+            let e = self.tasks.entry(task).or_default();
+            if e.0 >= MAX_TASK_OUTPUT {
+                return;
+            }
+            e.0 += line.len();
+            if let Some(n) = text.strip_prefix(report::NODE_MARKER) {
+                e.1 = Some(n.trim().to_string());
+            }
+        }
+        self.parser.feed_line(line);
+    }
+
+    /// The tasks' outputs; a task cut off without a complete report says so.
+    pub fn finish(self, stderr: &str) -> Vec<TaskOutput> {
+        let cut: BTreeSet<String> = self
+            .tasks
+            .into_values()
+            .filter(|(n, _)| *n >= MAX_TASK_OUTPUT)
+            .filter_map(|(_, node)| node)
+            .collect();
+        let mut tasks = self.parser.finish(stderr);
+        for t in &mut tasks {
+            if let TaskOutput::Unreadable { node, detail } = t {
+                if cut.contains(node.as_str()) {
+                    *detail = format!(
+                        "its output passed {} KiB and was cut there (a check report is ~3 KB): {detail}",
+                        MAX_TASK_OUTPUT / 1024
+                    );
+                }
+            }
+        }
+        tasks
+    }
+}
+
 /// One check step over `nodes`, its output aggregated while it runs.
 fn check_step(
     opts: &SweepOptions,
@@ -427,7 +485,7 @@ fn check_step(
     job: &str,
     budget: Duration,
 ) -> Result<(slurm::Output, Vec<TaskOutput>), String> {
-    let mut parser = report::StepParser::new();
+    let mut parser = CappedParser::default();
     let o = slurm::run_streaming(&mut srun_cmd(opts, nodes, job, budget), budget, &mut |l| {
         parser.feed_line(l)
     })?;
@@ -760,6 +818,35 @@ mod tests {
         assert_eq!(r.cluster_findings[0].nodes, vec!["gpu-04242"]);
         assert!(text.lines().count() > n);
         assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn a_task_that_prints_without_end_is_cut_and_named() {
+        let mut p = CappedParser::default();
+        p.feed_line(&format!("0: {}lgn1", report::NODE_MARKER));
+        p.feed_line(&format!("1: {}lgn2", report::NODE_MARKER));
+        let junk = "y".repeat(1000);
+        // 100 MB from task 0; only MAX_TASK_OUTPUT of it is kept.
+        for _ in 0..100_000 {
+            p.feed_line(&format!("0: {junk}"));
+        }
+        for chunk in canned("lgn2", "sha256:k1", "").as_bytes().chunks(1024) {
+            p.feed_line(&format!("1: {}", std::str::from_utf8(chunk).unwrap()));
+        }
+        assert!(p.tasks[&0].0 < MAX_TASK_OUTPUT + 2048, "{}", p.tasks[&0].0);
+        let out = p.finish("");
+        assert_eq!(out.len(), 2);
+        match &out[0] {
+            TaskOutput::Unreadable { node, detail } => {
+                assert_eq!(node, "lgn1");
+                assert!(
+                    detail.starts_with("its output passed 256 KiB and was cut there"),
+                    "{detail}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(&out[1], TaskOutput::Report(r) if r.node == "lgn2"));
     }
 
     #[test]

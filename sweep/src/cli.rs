@@ -125,6 +125,10 @@ pub struct NcclArgs {
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    /// How pairs reach Slurm: `jobs`, one sbatch job per pair; `steps`, one allocation over every
+    /// node and one `srun --jobid … -w a,b` step per pair inside it (default: measured faster, README).
+    #[arg(long, value_enum, default_value = "steps")]
+    pub launch: nccl_sweep::Launch,
 }
 
 /// `launchguard nccl outliers`' threshold syntax, narrowed to a usable fraction (0, 1): a pairwise
@@ -227,6 +231,7 @@ fn run_nccl(a: NcclArgs) -> ExitCode {
             collective: a.collective,
         },
         progress: !a.quiet,
+        launch: a.launch,
     };
     match nccl_sweep::sweep(&opts) {
         Ok(r) => {

@@ -11,6 +11,7 @@
 //! - [`report`]: reading `launchguard check --json` output, as `srun --label` delivers it;
 //! - [`compare`]: values that must be identical cluster-wide, majority vs. the nodes that differ;
 //! - [`slurm`]: running Slurm commands with deadlines, `sinfo` node states, node lists;
+//! - [`cleanup`]: the jobs a sweep owns (by ID) and cancelling them on every exit, signals included;
 //! - [`check_sweep`]: `launchguard sweep` itself and its table;
 //! - [`pairs`]: pairwise planning (disjoint pairs, suspects re-paired with known-good nodes);
 //! - [`nccl_sweep`]: `launchguard sweep nccl`: submission, waiting, collection, analysis
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check_sweep;
+pub mod cleanup;
 pub mod cli;
 pub mod compare;
 pub mod finding;

@@ -5,6 +5,7 @@
 //! two seconds later SIGKILL. Commands that create jobs carry a job name so the sweep can `scancel`
 //! whatever a killed client left behind.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -326,16 +327,70 @@ pub fn srun_error(stderr: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Cancels this user's jobs by name (what a killed srun/sbatch left behind), within `budget`.
-pub fn scancel_name(name: &str, budget: Duration) {
-    let user = std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "root".into());
-    let _ = run(
-        Command::new("scancel").args(["--name", name, "--user", &user]),
-        budget.clamp(Duration::from_millis(500), Duration::from_secs(10)),
-    );
+/// How a host name a program printed maps to Slurm's NodeName, from `scontrol show node -o`
+/// (slurm.conf(5): `NodeHostname` is what the node's `hostname` says, `NodeAddr` how it is reached;
+/// both default to NodeName, and differ on clusters that name nodes by rack position). nccl-tests
+/// prints `gethostname()` cut at the first dot (NCCL's getHostName), so a fully qualified
+/// NodeHostname is also known by its first label.
+///
+/// Keys, strongest first: NodeHostname, its first label, NodeAddr, NodeName itself. A key two nodes
+/// share at the same strength (two slurmds on one host) maps to neither: the name stays as printed.
+pub fn parse_node_names(text: &str) -> BTreeMap<String, String> {
+    // key -> (strength, NodeName); None when ambiguous at that strength.
+    let mut best: BTreeMap<String, (u8, Option<String>)> = BTreeMap::new();
+    for line in text.lines() {
+        let field = |k: &str| {
+            line.split_whitespace()
+                .find_map(|t| t.strip_prefix(k))
+                .filter(|v| !v.is_empty() && *v != "(null)")
+        };
+        let Some(name) = field("NodeName=") else {
+            continue;
+        };
+        let mut keys: Vec<(u8, &str)> = Vec::new();
+        if let Some(h) = field("NodeHostName=") {
+            keys.push((0, h));
+            if let Some((short, _)) = h.split_once('.') {
+                keys.push((1, short));
+            }
+        }
+        if let Some(a) = field("NodeAddr=") {
+            keys.push((2, a));
+        }
+        keys.push((3, name));
+        for (strength, k) in keys {
+            match best.get_mut(k) {
+                None => {
+                    best.insert(k.to_string(), (strength, Some(name.to_string())));
+                }
+                Some(e) if strength < e.0 => *e = (strength, Some(name.to_string())),
+                Some(e) if strength == e.0 && e.1.as_deref() != Some(name) => e.1 = None,
+                Some(_) => {}
+            }
+        }
+    }
+    best.into_iter()
+        .filter_map(|(k, (_, n))| n.map(|n| (k, n)))
+        .collect()
+}
+
+/// [`parse_node_names`] for `nodes`, asked of slurmctld within `timeout`.
+pub fn node_names(nodes: &[String], timeout: Duration) -> Result<BTreeMap<String, String>, String> {
+    let o = run(
+        Command::new("scontrol").args(["show", "node", "-o", &nodes.join(",")]),
+        timeout,
+    )?;
+    if o.timed_out || o.code != Some(0) {
+        return Err(format!(
+            "scontrol show node failed: {}",
+            if o.timed_out {
+                "no answer in time".to_string()
+            } else {
+                o.stderr.trim().to_string()
+            }
+        ));
+    }
+    Ok(parse_node_names(&o.stdout))
 }
 
 #[cfg(test)]
@@ -399,6 +454,29 @@ mod tests {
         assert!(o.timed_out);
         assert_eq!(lines, vec!["one", "two"]);
         assert!(o.stdout.is_empty());
+    }
+
+    #[test]
+    fn host_names_map_to_node_names_through_scontrol() {
+        let text = "NodeName=gpu-a01 Arch=x86_64 CoresPerSocket=2 NodeAddr=10.1.0.11 NodeHostName=r12u01.dc.example Version=22.05.8 OS=Linux 6.1.0 #1 SMP\n\
+NodeName=gpu-a02 NodeAddr=10.1.0.12 NodeHostName=r12u02 Reason=slow [root@2026-12-01T05:00:00]\n\
+NodeName=x1 NodeAddr=shared NodeHostName=twin\nNodeName=x2 NodeAddr=shared NodeHostName=twin\n\
+NodeName=swap-a NodeHostName=swap-b\nNodeName=swap-b NodeHostName=swap-a\n";
+        let m = parse_node_names(text);
+        let get = |k: &str| m.get(k).map(String::as_str);
+        assert_eq!(get("r12u01.dc.example"), Some("gpu-a01"));
+        // nccl-tests prints the name cut at its first dot.
+        assert_eq!(get("r12u01"), Some("gpu-a01"));
+        assert_eq!(get("r12u02"), Some("gpu-a02"));
+        assert_eq!(get("10.1.0.12"), Some("gpu-a02"));
+        assert_eq!(get("gpu-a02"), Some("gpu-a02"));
+        // Two nodes on one host: neither is guessed.
+        assert_eq!(get("twin"), None);
+        assert_eq!(get("shared"), None);
+        // A host name beats a NodeName that happens to spell it.
+        assert_eq!(get("swap-a"), Some("swap-b"));
+        assert_eq!(get("swap-b"), Some("swap-a"));
+        assert!(parse_node_names("garbage\n").is_empty());
     }
 
     #[test]

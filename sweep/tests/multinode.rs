@@ -43,13 +43,28 @@ fn multinode(args: &[&str]) {
 /// Holds the cluster for one test; heals every node when dropped (also after a failed assertion).
 struct Cluster {
     _lock: MutexGuard<'static, ()>,
+    /// Brought up other than `up 3` (hostnames=differ): put back as the other tests expect.
+    restore: bool,
 }
 
 impl Cluster {
     fn up() -> Cluster {
         let lock = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
         multinode(&["up", "3"]);
-        Cluster { _lock: lock }
+        Cluster {
+            _lock: lock,
+            restore: false,
+        }
+    }
+
+    /// Three nodes whose `hostname` (lgmnhI) is not their Slurm NodeName (lgnI).
+    fn up_with_other_hostnames() -> Cluster {
+        let lock = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+        multinode(&["up", "3", "hostnames=differ"]);
+        Cluster {
+            _lock: lock,
+            restore: true,
+        }
     }
 
     fn break_node(&self, node: &str, what: &str) {
@@ -59,8 +74,13 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        let args: &[&str] = if self.restore {
+            &["up", "3"]
+        } else {
+            &["heal"]
+        };
         let _ = Command::new(root().join("scripts/multinode.sh"))
-            .arg("heal")
+            .args(args)
             .status();
     }
 }
@@ -272,12 +292,60 @@ fn a_down_node_is_reported_and_the_sweep_ends_on_time() {
     let (r, code, elapsed) = sweep(30);
     assert_eq!(code, 2, "{r:#}");
     assert!(elapsed < Duration::from_secs(35), "took {elapsed:?}");
-    let n = node(&r, "lgn3");
-    assert_eq!(n["result"], "unreachable", "{n:#}");
-    assert_eq!(finding_ids(n), vec!["cluster.node_unreachable"]);
-    let line = n["findings"][0]["line"].as_str().unwrap();
-    assert!(line.contains("check slurmd on lgn3"), "{line}");
-    assert_healthy_except(&r, "lgn3");
+    // Whether slurmctld has noticed yet (the srun launch fails: "check slurmd on lgn3") or already
+    // marked it not responding (sinfo filters it: "slurmd runs there"), the node is named with a fix
+    // about its slurmd.
+    let assert_named = |r: &Value| {
+        let n = node(r, "lgn3");
+        assert_eq!(n["result"], "unreachable", "{n:#}");
+        assert_eq!(finding_ids(n), vec!["cluster.node_unreachable"]);
+        assert_eq!(n["findings"][0]["severity"], "critical", "{n:#}");
+        let line = n["findings"][0]["line"].as_str().unwrap();
+        assert!(
+            line.contains("check slurmd on lgn3")
+                || line.contains("check that lgn3 is up and slurmd runs there"),
+            "{line}"
+        );
+        assert!(
+            line.contains("scontrol update nodename=lgn3 state=resume"),
+            "{line}"
+        );
+        assert_healthy_except(r, "lgn3");
+    };
+    assert_named(&r);
+    // Once Slurm has marked it down (here at once, as slurmctld does after SlurmdTimeout), the sweep
+    // does not launch there at all and names it from sinfo, without waiting.
+    let o = Command::new("scontrol")
+        .args([
+            "update",
+            "nodename=lgn3",
+            "state=down",
+            "reason=Not responding",
+        ])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    // The first sweep's job ends with lgn3 down; until then lgn1/lgn2 are "completing".
+    wait_for("lgn1 and lgn2 to be idle", 20, || {
+        let o = Command::new("sinfo")
+            .args(["-h", "-n", "lgn1,lgn2", "-o", "%T"])
+            .env("SLURM_CONF", SLURM_CONF)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .all(|l| l.trim() == "idle")
+    });
+    let (r, code, elapsed) = sweep(30);
+    assert_eq!(code, 2, "{r:#}");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?}");
+    assert_named(&r);
+    let line = node(&r, "lgn3")["findings"][0]["line"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(line.contains("Slurm state down"), "{line}");
 }
 
 #[test]
@@ -392,9 +460,18 @@ fn nccl_sweep(slow: &str) -> (Value, i32) {
     )
 }
 
+/// With the default launch (one allocation, a step per pair).
 fn nccl_sweep_with(command: &Path, env: &[(&str, &str)]) -> (Value, i32) {
+    nccl_sweep_launch(command, env, "steps")
+}
+
+fn nccl_sweep_launch(command: &Path, env: &[(&str, &str)], launch: &str) -> (Value, i32) {
     let tag = env.first().map(|e| e.1).unwrap_or("none");
-    let out = std::env::temp_dir().join(format!("lg-sweep-nccl-test-{tag}-{}", std::process::id()));
+    // A `%` in the directory: sbatch would expand `%j` in --output unless the sweep escapes it.
+    let out = std::env::temp_dir().join(format!(
+        "lg-sweep-nccl-test-{tag}-{}-100%j",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&out);
     let (r, code, _) = run_json(
         &[
@@ -409,6 +486,8 @@ fn nccl_sweep_with(command: &Path, env: &[(&str, &str)]) -> (Value, i32) {
             command.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--launch",
+            launch,
         ],
         env,
     );
@@ -462,6 +541,39 @@ fn the_planted_slow_node_is_named_bad_within_two_rounds() {
 }
 
 #[test]
+fn one_job_per_pair_and_one_allocation_name_the_same_bad_node() {
+    let _c = Cluster::up();
+    let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");
+    let (r, code) = nccl_sweep_launch(&standin, &[("LG_FAKE_SLOW_NODE", "lgn1")], "jobs");
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn1"], "{r:#}");
+    let runs = r["runs"].as_array().unwrap();
+    let mut ids: Vec<&str> = runs.iter().map(|x| x["job_id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), runs.len(), "one job per pair: {r:#}");
+    let (r, code) = nccl_sweep_launch(&standin, &[("LG_FAKE_SLOW_NODE", "lgn1")], "steps");
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn1"], "{r:#}");
+    assert_eq!(strings(&r["good"]), vec!["lgn2", "lgn3"], "{r:#}");
+    // Every pair ran as a step of one job, and that job is gone afterwards.
+    let runs = r["runs"].as_array().unwrap();
+    let job = runs[0]["job_id"].as_str().unwrap().to_string();
+    for run in runs {
+        assert_eq!(run["state"], "COMPLETED", "{run:#}");
+        assert_eq!(run["job_id"], job.as_str(), "{run:#}");
+    }
+    let o = Command::new("squeue")
+        .args(["-h", "-t", "pending,running", "-j", &job])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "{o:?}"
+    );
+}
+
+#[test]
 fn without_a_slow_node_no_node_is_accused() {
     let _c = Cluster::up();
     let (r, code) = nccl_sweep("none");
@@ -506,4 +618,190 @@ fn a_command_that_fails_everywhere_is_a_failed_sweep_not_a_bad_node() {
         line.contains("/nonexistent/all_reduce_perf: No such file or directory"),
         "{line}"
     );
+}
+
+#[test]
+fn nodes_whose_hostname_is_not_their_nodename_are_named_by_nodename() {
+    let _c = Cluster::up_with_other_hostnames();
+    let out = std::env::temp_dir().join(format!("lg-sweep-nccl-test-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");
+    let (r, code, _) = run_json(
+        &[
+            "sweep",
+            "nccl",
+            "--quiet",
+            "--rounds",
+            "2",
+            "--round-timeout",
+            "120",
+            "--command",
+            standin.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("LG_FAKE_SLOW_NODE", "lgn2")],
+    );
+    // The runs printed the nodes' own host names, not Slurm's names…
+    let first = std::fs::read_to_string(out.join("r1-lgn1-lgn2.out")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(
+        first.contains(" on     lgmnh1 ") && first.contains(" on     lgmnh2 "),
+        "{first}"
+    );
+    // …and the verdict names NodeNames, the names scontrol/sinfo/drain take.
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn2"], "{r:#}");
+    assert!(strings(&r["suspect"]).is_empty(), "{r:#}");
+    assert_eq!(strings(&r["good"]), vec!["lgn1", "lgn3"], "{r:#}");
+    let f = &r["findings"][0];
+    assert_eq!(f["id"], "nccl.bad_node", "{r:#}");
+    assert_eq!(strings(&f["nodes"]), vec!["lgn2"], "{r:#}");
+    assert!(!f["line"].as_str().unwrap().contains("lgmnh"), "{f:#}");
+}
+
+/// Job IDs and states of this user's jobs whose name starts with `prefix`.
+fn jobs_named(prefix: &str) -> Vec<(String, String)> {
+    let o = Command::new("squeue")
+        .args(["-h", "-t", "all", "-o", "%i|%j|%T"])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let v: Vec<&str> = l.split('|').collect();
+            (v.len() == 3 && v[1].starts_with(prefix)).then(|| (v[0].to_string(), v[2].to_string()))
+        })
+        .collect()
+}
+
+fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < until, "waited {secs} s for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Sends `sig` to the sweep, waits for it to exit, and checks that every job it made has ended.
+fn stop_and_check(child: std::process::Child, sig: &str, code: i32, prefix: &str) {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .unwrap()
+        .success());
+    let start = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{stderr}");
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        stderr.contains("stopped; cancelled this sweep's jobs"),
+        "{stderr}"
+    );
+    wait_for("the sweep's jobs to end", 15, || {
+        jobs_named(prefix).iter().all(|(_, st)| {
+            !["PENDING", "RUNNING", "CONFIGURING", "SUSPENDED"].contains(&st.as_str())
+        })
+    });
+}
+
+#[test]
+fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
+    let _c = Cluster::up();
+    // The second sbatch hands its job to slurmctld and then hangs, as a client killed or stuck after
+    // the job was accepted: its job ID never reaches the sweep.
+    let dir = std::env::temp_dir().join(format!("lg-sweep-fake-sbatch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v sbatch"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let script = format!(
+        "#!/bin/sh\nn=$(cat '{d}/count' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{d}/count'\nif [ $n = 2 ]; then {real} \"$@\" > '{d}/job'; echo $$ > '{d}/hung.pid'; exec sleep 300; fi\nexec {real} \"$@\"\n",
+        d = dir.display(),
+        real = real.trim()
+    );
+    let fake = dir.join("sbatch");
+    std::fs::write(&fake, script).unwrap();
+    Command::new("chmod")
+        .args(["755", fake.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = Command::new(launchguard())
+        .args([
+            "sweep",
+            "nccl",
+            "--quiet",
+            "--launch",
+            "jobs",
+            "--rounds",
+            "1",
+            "--round-timeout",
+            "300",
+            "--command",
+            "sleep 300",
+            "--out",
+        ])
+        .arg(&dir)
+        .env("SLURM_CONF", SLURM_CONF)
+        .env("PATH", &path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("lg-nccl-{}-", child.id());
+    // One job known by its ID (running), one accepted by slurmctld whose sbatch hangs.
+    wait_for("two jobs of the sweep", 20, || {
+        std::fs::metadata(dir.join("hung.pid")).is_ok() && jobs_named(&prefix).len() == 2
+    });
+    let hung = std::fs::read_to_string(dir.join("job")).unwrap_or_default();
+    stop_and_check(child, "-TERM", 143, &prefix);
+    let jobs = jobs_named(&prefix);
+    assert!(
+        jobs.iter()
+            .any(|(id, _)| hung.trim().starts_with(id.as_str())),
+        "{hung} {jobs:?}"
+    );
+    if let Ok(p) = std::fs::read_to_string(dir.join("hung.pid")) {
+        let _ = Command::new("kill").arg(p.trim()).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Ctrl-C on the node-check sweep, sent to launchguard alone (srun does not see it): the check
+    // step's job is cancelled by the sweep.
+    let child = Command::new(launchguard())
+        .args([
+            "sweep",
+            "--json",
+            "--timeout",
+            "300",
+            "--check-command",
+            "sleep 300",
+        ])
+        .env("SLURM_CONF", SLURM_CONF)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("lg-sweep-{}-", child.id());
+    wait_for("the check step to run", 20, || {
+        jobs_named(&prefix).iter().any(|(_, st)| st == "RUNNING")
+    });
+    stop_and_check(child, "-INT", 130, &prefix);
 }
