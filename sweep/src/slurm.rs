@@ -1,16 +1,14 @@
 //! Slurm commands under deadlines, node states from `sinfo`, node lists.
 //!
-//! Every command is spawned with its output drained by reader threads (a full pipe never blocks
-//! it) and polled until its deadline; past it, the process gets SIGTERM (srun then cancels its step),
-//! two seconds later SIGKILL. Commands that create jobs carry a job name so the sweep can `scancel`
-//! whatever a killed client left behind.
+//! Every command runs through `launchguard_core::host::process` (the agent's runner too): its output
+//! is drained while it runs (a full pipe never blocks it) and it is polled until its deadline; past
+//! it, the process gets SIGTERM (srun then cancels its step), two seconds later SIGKILL. Commands
+//! that create jobs carry a job name so the sweep can `scancel` whatever a killed client left behind.
 
+use launchguard_core::host::process::{self, Limits};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// What a command did.
 #[derive(Debug, Clone, Default)]
@@ -45,132 +43,16 @@ pub fn run_streaming(
 fn run_inner(
     cmd: &mut Command,
     timeout: Duration,
-    mut on_line: Option<&mut dyn FnMut(&str)>,
+    on_line: Option<&mut dyn FnMut(&str)>,
 ) -> Result<Output, String> {
-    let start = Instant::now();
-    let name = format!("{:?}", cmd.get_program());
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {name}: {e}"))?;
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let (tx, rx) = mpsc::channel::<String>();
-    let out_t = if on_line.is_some() {
-        let out = child.stdout.take();
-        thread::spawn(move || {
-            if let Some(out) = out {
-                let mut r = BufReader::new(out);
-                let mut buf = Vec::new();
-                loop {
-                    buf.clear();
-                    match r.read_until(b'\n', &mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            let line = String::from_utf8_lossy(&buf);
-                            if tx
-                                .send(line.trim_end_matches(['\n', '\r']).to_string())
-                                .is_err()
-                            {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            String::new()
-        })
-    } else {
-        drop(tx);
-        drain(
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        )
-    };
-    let err_t = drain(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let mut timed_out = false;
-    let mut termed_at: Option<Instant> = None;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {}
-            Err(_) => break None,
-        }
-        let now = Instant::now();
-        if now.duration_since(start) >= timeout {
-            match termed_at {
-                None => {
-                    timed_out = true;
-                    termed_at = Some(now);
-                    let _ = Command::new("kill")
-                        .args(["-TERM", &child.id().to_string()])
-                        .stderr(Stdio::null())
-                        .status();
-                }
-                Some(t) if now.duration_since(t) >= Duration::from_secs(2) => {
-                    let _ = child.kill();
-                    break child.wait().ok();
-                }
-                Some(_) => {}
-            }
-        }
-        match on_line.as_mut() {
-            Some(f) => {
-                if let Ok(l) = rx.recv_timeout(Duration::from_millis(20)) {
-                    f(&l);
-                    // Bounded, so a task that prints without end cannot keep us past the deadline.
-                    for _ in 0..4096 {
-                        match rx.try_recv() {
-                            Ok(l) => f(&l),
-                            Err(_) => break,
-                        }
-                    }
-                }
-            }
-            None => thread::sleep(Duration::from_millis(20)),
-        }
-    };
-    // What the reader still holds after the exit (bounded: a grandchild may keep the pipe open).
-    if let Some(f) = on_line.as_mut() {
-        let until = Instant::now() + Duration::from_secs(2);
-        while let Ok(l) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-            f(&l);
-        }
-    }
-    // A grandchild holding the pipes open must not hold us either: bounded join.
-    let join = |t: thread::JoinHandle<String>| {
-        let until = Instant::now() + Duration::from_secs(2);
-        while !t.is_finished() && Instant::now() < until {
-            thread::sleep(Duration::from_millis(10));
-        }
-        if t.is_finished() {
-            t.join().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
+    let f = process::run(cmd, None, &Limits::slurm_client(timeout), on_line)
+        .map_err(|e| e.to_string())?;
     Ok(Output {
-        code: status.and_then(|s| s.code()),
-        stdout: join(out_t),
-        stderr: join(err_t),
-        timed_out,
-        elapsed: start.elapsed(),
+        code: f.code(),
+        stdout: String::from_utf8_lossy(&f.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&f.stderr).into_owned(),
+        timed_out: f.timed_out,
+        elapsed: f.elapsed,
     })
 }
 
