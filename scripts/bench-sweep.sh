@@ -6,6 +6,7 @@
 #   sweep      `launchguard sweep` (every node runs `launchguard check --json`), healthy cluster
 #   down       the same with one node's slurmd just stopped: the launch-error path and the deadline
 #   munge      the same with one node's munged running with a different key
+#              (for both: `named` lists the nodes the sweep flagged, which must be the broken one)
 #   jobs/steps `launchguard sweep nccl --launch jobs|steps` with the stand-in all_reduce_perf and a
 #              planted slow node (up to two rounds), once each; pairs/rounds/bad after the figure
 # Medians of REPS runs (default 5) for the first two; one run for the others (they take seconds).
@@ -27,6 +28,21 @@ ms() { echo $(( ($2 - $1) / 1000000 )); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
 time_ms() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || true; t1=$(now); ms "$t0" "$t1"; }
 
+# flagged: the nodes a `sweep --json` report names (a finding of their own, no report, or named by a
+# cluster-wide finding), comma-separated, "-" for none.
+flagged() { python3 -c 'import json,sys
+r=json.load(sys.stdin); bad=set()
+for n in r["nodes"]:
+    if n.get("findings") or n.get("result")!="report": bad.add(n["node"])
+for f in r.get("cluster_findings",[]): bad.update(f.get("nodes",[]))
+print(",".join(sorted(bad)) or "-")'; }
+fault() { # -> "ms named"
+  local t0 t1 j
+  t0=$(now)
+  j=$("$LG" sweep --json --timeout 60 --check-arg=--config="$CONFIG" 2>/dev/null || true)
+  t1=$(now)
+  echo "$(ms "$t0" "$t1") $(printf '%s' "$j" | flagged)"
+}
 summary() { python3 -c 'import json,sys; r=json.load(sys.stdin); print("%d/%d/%s" % (len(r["runs"]), max(x["round"] for x in r["runs"]), ",".join(r["bad"]) or "-"))'; }
 nccl() { # launch -> "ms pairs/rounds/bad"
   local out t0 t1 j
@@ -47,21 +63,21 @@ one_size() { # n
   # Exit code must be 0 on the healthy cluster, or the figure means nothing.
   "$LG" sweep --check-arg=--config="$CONFIG" >/dev/null || { echo "bench-sweep: sweep on $n healthy nodes did not exit 0" >&2; return 1; }
   scripts/multinode.sh break "lgn$n" down >/dev/null 2>&1 || { echo "bench-sweep: break failed" >&2; return 1; }
-  d=$(time_ms "$LG" sweep --timeout 60 --check-arg=--config="$CONFIG")
+  d=$(fault)
   scripts/multinode.sh heal >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; return 1; }
   scripts/multinode.sh break "lgn$n" munge-key >/dev/null 2>&1 || { echo "bench-sweep: break failed" >&2; return 1; }
-  m=$(time_ms "$LG" sweep --timeout 60 --check-arg=--config="$CONFIG")
+  m=$(fault)
   scripts/multinode.sh heal >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; return 1; }
   jobs=$(nccl jobs)
   steps=$(nccl steps)
-  printf '%-5s %8s %8s %8s %8s %8s %-9s %8s %-9s %5s\n' "$n" \
-    "$(printf '%s\n' "${s[@]}" | median)" "$(printf '%s\n' "${w[@]}" | median)" "$d" "$m" \
+  printf '%-5s %8s %8s %8s %-7s %8s %-7s %8s %-9s %8s %-9s %5s\n' "$n" \
+    "$(printf '%s\n' "${s[@]}" | median)" "$(printf '%s\n' "${w[@]}" | median)" ${d% *} "${d#* }" ${m% *} "${m#* }" \
     ${jobs% *} "${jobs#* }" ${steps% *} "${steps#* }" "$(cut -d' ' -f1 /proc/loadavg)"
 }
 
-printf '%-5s %8s %8s %8s %8s %8s %-9s %8s %-9s %5s\n' nodes srun_ms sweep_ms down_ms munge_ms jobs_ms "p/r/bad" steps_ms "p/r/bad" load
+printf '%-5s %8s %8s %8s %-7s %8s %-7s %8s %-9s %8s %-9s %5s\n' nodes srun_ms sweep_ms down_ms named munge_ms named jobs_ms "p/r/bad" steps_ms "p/r/bad" load
 # One hold of the lock for every size (a test run slipping in between would rebuild the cluster).
-flock -o /tmp/lg-cluster-multinode.lock bash -c "$(declare -f now ms median time_ms summary nccl one_size)
+flock -o /tmp/lg-cluster-multinode.lock bash -c "$(declare -f now ms median time_ms flagged fault summary nccl one_size)
   LG='$LG' REPS='$REPS' CONFIG='$CONFIG' STANDIN='$STANDIN'
   for n in $SIZES; do one_size \$n || exit 1; done
   scripts/multinode.sh up 3 >/dev/null 2>&1"
