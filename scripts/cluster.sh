@@ -102,7 +102,11 @@ make_chroot() {
     # Into $R.tmp, renamed when complete: an interrupted debootstrap is redone, never half-used.
     log "debootstrap $SUITE${ARCH:+ ($ARCH)} into $R (${mirror:-http://deb.debian.org/debian}; minutes under emulation)"
     # --one-file-system: never into a /proc, /sys or /dev that an interrupted run left mounted there.
-    rm -rf --one-file-system "$R.tmp"
+    # debootstrap's second stage mounts proc and sys in its target: an interrupted one leaves them.
+    if [ -d "$R.tmp" ]; then
+      findmnt -Rno TARGET "$R.tmp" 2>/dev/null | sort -r | xargs -r umount -l
+      rm -rf --one-file-system "$R.tmp"
+    fi
     if [ -n "$ARCH" ]; then
       debootstrap --arch="$ARCH" --variant=minbase --include=slurmd,slurmctld,slurm-client,munge,libslurm-dev \
         "$SUITE" "$R.tmp" "${mirror:-http://deb.debian.org/debian}" >/dev/null

@@ -19,7 +19,6 @@ say() { echo "test: $* (at ${SECONDS} s)" >&2; }
 
 case " $RELEASES " in *" host "*) HOST=1 ;; *) HOST=0 ;; esac
 ARM64=${LG_ARM64:-1}
-[ "$HOST" = 1 ] || ARM64=0
 # The host cluster first: its packages (libslurm-dev, clang) are what the build needs.
 [ "$HOST" = 0 ] || scripts/cluster.sh up
 # launchguard sweep (issue 8): a three-node Slurm on this machine (namespaces, ports 6917/6918) for
@@ -30,22 +29,29 @@ scripts/multinode.sh up 3
 # after the other (one apt at a time), while the lints, the build and the fuzzers use the CPU; each
 # stage below waits for what it needs. With /srv/lg-* cached each step takes seconds.
 PREP=$(mktemp -d /tmp/launchguard-prep.XXXXXX)
-trap 'rm -f "$LOG"; rm -rf "$PREP"' EXIT
+# Its own process group (set -m), so a run that stops early stops the debootstraps too (an interrupted
+# one is redone next time: cluster.sh and node.sh build into a .tmp directory and rename it).
+set -m
 (
+  trap 'echo $? >"$PREP/exit"' EXIT
   for c in $RELEASES; do
     [ "$c" = host ] || { LG_CLUSTER=$c scripts/cluster.sh prepare && touch "$PREP/$c"; } || exit 1
   done
   if [ "$HOST" = 1 ]; then scripts/node.sh rootfs && touch "$PREP/node" || exit 1; fi
   if [ "$ARM64" != 0 ]; then LG_CLUSTER=arm64 scripts/cluster.sh prepare && touch "$PREP/arm64" || exit 1; fi
-) >"$PREP/log" 2>&1 &
+) </dev/null >"$PREP/log" 2>&1 &
 PREP_PID=$!
+set +m
+# (Each part `|| true`: under set -e a failing command in an EXIT trap would become the run's status.)
+trap 'kill -TERM -- "-$PREP_PID" 2>/dev/null || true; wait "$PREP_PID" 2>/dev/null || true; rm -f "$LOG" || true; rm -rf "$PREP" || true' EXIT
 # ready NAME: waits until the background preparation has made NAME; fails the run with its log if the
 # preparation failed first.
 ready() {
   local t0=$SECONDS
   while [ ! -e "$PREP/$1" ]; do
-    kill -0 "$PREP_PID" 2>/dev/null || [ -e "$PREP/$1" ] ||
-      { echo "test: preparing $1 failed:" >&2; cat "$PREP/log" >&2; exit 1; }
+    if [ -e "$PREP/exit" ] && [ ! -e "$PREP/$1" ]; then
+      echo "test: preparing $1 failed:" >&2; cat "$PREP/log" >&2; exit 1
+    fi
     sleep 2
   done
   [ $((SECONDS - t0)) -lt 2 ] || say "waited $((SECONDS - t0)) s for the $1 preparation"

@@ -139,25 +139,42 @@ pub fn cancel_owned(budget: Duration, by_name: bool) -> Vec<String> {
         return Vec::new();
     }
     let ids: Vec<String> = ids.into_iter().collect();
-    let _ = slurm::run(
-        Command::new("scancel").args(&ids),
-        left().min(Duration::from_secs(10)),
-    );
-    {
-        let mut o = owned();
-        for id in &ids {
-            o.ids.remove(id);
-        }
-    }
+    cancel_within(&ids, left().min(Duration::from_secs(10)));
     ids
 }
 
+/// `scancel IDS`, forgetting them only when scancel answered in time and exited 0: a failed or
+/// timed-out cancel keeps them owned, so the next cleanup (the [`Guard`] at the latest) tries again.
+/// Returns whether it succeeded.
+pub fn cancel(ids: &[String]) -> bool {
+    cancel_within(ids, Duration::from_secs(10))
+}
+
+fn cancel_within(ids: &[String], timeout: Duration) -> bool {
+    if ids.is_empty() {
+        return true;
+    }
+    let done = matches!(
+        slurm::run(Command::new("scancel").args(ids), timeout),
+        Ok(o) if o.code == Some(0) && !o.timed_out
+    );
+    if done {
+        let mut o = owned();
+        for id in ids {
+            o.ids.remove(id);
+        }
+    }
+    done
+}
+
+/// Our real uid, as squeue's `--user` takes it (numeric: `$USER` may name someone else after `su`,
+/// or be unset). The owner of `/proc/self` is this process' effective uid, which is what Slurm
+/// records as a job's owner.
 fn current_user() -> String {
-    std::env::var("USER")
-        .ok()
-        .or_else(|| std::env::var("LOGNAME").ok())
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "root".into())
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid().to_string())
+        .unwrap_or_else(|_| "0".into())
 }
 
 /// Cancels what is still owned when dropped: every return and early error of a sweep, and an

@@ -349,15 +349,8 @@ fn wait(
         }
         if round_start.elapsed() >= timeout {
             let cancel = expire(runs, timeout);
-            if !cancel.is_empty() {
-                let _ = slurm::run(
-                    Command::new("scancel").args(&cancel),
-                    Duration::from_secs(10),
-                );
-                for id in &cancel {
-                    cleanup::release(id);
-                }
-            }
+            // Forgotten only once cancelled; otherwise the Guard cancels them at the end.
+            cleanup::cancel(&cancel);
             break;
         }
         thread::sleep(Duration::from_millis(250));
@@ -825,8 +818,7 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
         plan = pairs::next_round(&todo, &good, &tried);
     }
     if let Some(id) = &alloc {
-        let _ = slurm::run(Command::new("scancel").arg(id), Duration::from_secs(10));
-        cleanup::release(id);
+        cleanup::cancel(std::slice::from_ref(id));
     }
     let report = report.ok_or("no round ran")?;
     let (bad, suspect, good) = classify(&report, &runs);

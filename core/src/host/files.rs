@@ -16,8 +16,11 @@ fn not_regular(m: &std::fs::Metadata) -> std::io::Error {
 }
 
 /// Opens a regular file for reading without blocking on a FIFO or device: one that `stat`s as a
-/// FIFO, device, socket or directory is not opened at all (opening some devices has effects), and the
-/// open itself is `O_NONBLOCK` then `fstat`ed, in case the path was swapped in between. `follow`:
+/// FIFO, device, socket or directory is not opened (opening some devices has effects). That check
+/// narrows, but cannot close, the window in which the path is swapped for something else before the
+/// open; so the open itself is `O_NONBLOCK | O_NOCTTY` (a swapped-in FIFO does not block, a tty does
+/// not become our controlling terminal) and is `fstat`ed, and anything but a regular file is refused
+/// before a byte is read. The paths read are root-owned configuration and kernel files. `follow`:
 /// whether a final symlink is followed (`O_NOFOLLOW` when not, which fails with `ELOOP`).
 ///
 /// Errors: the open's own (`NotFound`, `PermissionDenied`, `ELOOP`…), or `InvalidInput` "not a
@@ -39,7 +42,7 @@ pub fn open_regular(p: &Path, follow: bool) -> std::io::Result<std::fs::File> {
             return Err(not_regular(&m));
         }
     }
-    let mut flags = libc::O_NONBLOCK;
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
     if !follow {
         flags |= libc::O_NOFOLLOW;
     }
