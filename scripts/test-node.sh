@@ -173,12 +173,18 @@ touch "$WORK/restarted"
 state_after=$(N systemctl is-active launchguard-agent)
 wait "$STATES_PID" || true
 took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-say "systemctl restart returned after $took s, then is-active: $state_after; states polled during it: $(uniq "$WORK/states" | tr '\n' ' ')"
+# systemd's own record of the restart: the unit left 'inactive' (entered 'activating') at
+# InactiveExitTimestampMonotonic and entered 'active' at ActiveEnterTimestampMonotonic. Their gap is
+# how long it stayed 'activating'; the polled states above are shown but not judged (a poll through
+# nsenter can take seconds on a loaded machine and miss the window).
+activating=$(N systemctl show launchguard-agent -p InactiveExitTimestampMonotonic -p ActiveEnterTimestampMonotonic |
+  awk -F= '{ v[$1] = $2 } END { printf "%.2f", (v["ActiveEnterTimestampMonotonic"] - v["InactiveExitTimestampMonotonic"]) / 1e6 }')
+say "systemctl restart returned after $took s, then is-active: $state_after; 'activating' for $activating s (systemd's timestamps); states polled during it: $(uniq "$WORK/states" | tr '\n' ' ')"
 # The last READY entry: --since has whole seconds, so the install's own entry can share t0's second.
 { jfind "$t0" --all MESSAGE_ID=8908bd5305544e829d54cc0e5f34b0aa || true; } | tail -n 1 >"$WORK/ready.line"
 say "$(cat "$WORK/ready.line")"
 check "notify: systemctl restart waits for READY=1 after the first check run (>= 3 s, 'activating' meanwhile, 'active' after)" \
-  bash -c "awk -v t=$took 'BEGIN { exit !(t >= 3.0) }' && grep -qx activating '$WORK/states' && [ '$state_after' = active ] && grep -q 'first check run .* in 3[0-9][0-9][0-9]' '$WORK/ready.line'"
+  bash -c "awk -v t=$took -v a=$activating 'BEGIN { exit !(t >= 3.0 && a >= 2.9) }' && [ '$state_after' = active ] && grep -q 'first check run .* in 3[0-9][0-9][0-9]' '$WORK/ready.line'"
 kill "$HANG_PID" 2>/dev/null || true
 wait "$HANG_PID" 2>/dev/null || true
 HANG_PID=
