@@ -59,7 +59,7 @@ ready() {
 # The repository tests itself: nothing may cite or read material a reader of it does not have (the
 # project's private design notes or the ../shared folder beside its checkout).
 say "no citations of files outside the repository"
-if git grep -nE 'seed 0[0-9]{2}|spank-facts|\.\./shared' -- . ':!scripts/test.sh'; then
+if git grep -niE 'seeds? ?0[0-9]{2}|seed_0[0-9]{2}|spank-facts|\.\./shared' -- . ':!scripts/test.sh'; then
   echo "test: the lines above cite files outside the repository: cite docs/ or public documentation" >&2; exit 1
 fi
 say "cargo fmt --check"

@@ -10,21 +10,21 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CheckKind {
     /// `launch.cpus_per_task`: a GPU step that runs with one CPU per task (or fewer than the node's
-    /// CPUs per GPU). Seed 000, "Always specify --cpus-per-task".
+    /// CPUs per GPU). `docs/field-rules.md`; srun(1) `--cpus-per-task`.
     CpusPerTask,
     /// `launch.export_all`: `--export` (or an inherited `SLURM_EXPORT_ENV`) without `ALL`, or a step
-    /// environment without `PATH`. Seed 000, "When using srun --export, include ALL".
+    /// environment without `PATH`. `docs/field-rules.md`; srun(1) `--export`.
     ExportAll,
     /// `launch.export_split`: an `--export` value that Slurm cuts at a comma or whose quotes are kept
-    /// literally. Seed 000: "You cannot use commas inside an --export value".
+    /// literally. `docs/field-rules.md`; srun(1) `--export`.
     ExportSplit,
     /// `launch.enroot_runtime`: enroot's runtime directory missing or not 1777 root before Pyxis runs.
-    /// Seed 000, Step 5.
+    /// `docs/field-rules.md`, "`/run/enroot` after a reboot"; `docs/spank.md`.
     EnrootRuntime,
     /// `launch.devices`: allocated GPUs, RDMA verbs devices or admin-listed devices not visible or not
-    /// usable inside the step. Seed 000, Step 3 and troubleshooting.
+    /// usable inside the step. `docs/field-rules.md`; cgroup.conf(5) `ConstrainDevices`.
     Devices,
-    /// `launch.nccl_env`: NCCL/libfabric variables wrong for the node's fabric. Seeds 000, 002, 004.
+    /// `launch.nccl_env`: NCCL/libfabric variables wrong for the node's fabric. `docs/field-rules.md`, "NCCL variables for the fabric".
     NcclEnv,
     /// `launch.imex_channel`: a GPU step that uses multi-node NVLink (GB200/GB300) on a node whose
     /// driver offers IMEX channels, but sees no usable `/dev/nvidia-caps-imex-channels/channelN`.

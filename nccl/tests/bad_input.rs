@@ -158,7 +158,7 @@ fn two_tables_in_one_file_are_two_runs() {
 }
 
 #[test]
-fn legacy_layout_from_seed_003_reads_with_its_error_column() {
+fn legacy_layout_with_an_error_column_reads() {
     let text = "\
 #                                                     out-of-place                       in-place
 #       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error

@@ -1,6 +1,6 @@
 //! `launchguard sweep` and `launchguard sweep nccl` against a real three-node Slurm 22.05 cluster on
 //! this machine (`scripts/multinode.sh up 3`: network, UTS and mount namespaces, one slurmd and one
-//! munged per node, slurmctld on 6917/6918). Each test breaks exactly one node the way the seeds'
+//! munged per node, slurmctld on 6917/6918). Each test breaks exactly one node the way the field's
 //! failures do, runs the real `launchguard` binary (target/release/launchguard, whose `check --json`
 //! runs on every node through srun), and asserts that the broken node is named with the right ID and
 //! the healthy nodes are not. The nodes are healed afterwards, even when an assertion fails.

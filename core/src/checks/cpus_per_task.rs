@@ -1,6 +1,6 @@
 //! `launch.cpus_per_task`: a GPU step with one CPU per task.
 //!
-//! Seed 000 ("Always specify --cpus-per-task"; troubleshooting table): without `--cpus-per-task` each
+//! `docs/field-rules.md`, "`--cpus-per-task` on GPU steps" (srun(1) `--cpus-per-task`): without `--cpus-per-task` each
 //! rank gets one core and NCCL over EFA drops to 1/4–1/10 of its bandwidth with no error (8 GiB
 //! all-reduce algbw 92 → 368 GB/s once fixed). The number to use is the node's CPUs ÷ GPUs
 //! (192 / 8 = 24).

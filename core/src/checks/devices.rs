@@ -1,6 +1,6 @@
 //! `launch.devices`: the devices a step needs are visible and usable inside it.
 //!
-//! Seed 000 (Step 3, troubleshooting "/dev/infiniband not visible inside the container"): cgroup device
+//! `docs/field-rules.md`, "GPUs and RDMA devices visible inside the step" (cgroup.conf(5)): cgroup device
 //! isolation (`ConstrainDevices`) and enroot's `ENROOT_RESTRICT_DEV` can hide the GPUs or the EFA/IB
 //! verbs devices from the job, and NCCL then fails or quietly falls back to TCP. Accessibility is judged
 //! with `access(2)`, which the kernel filters through the devices cgroup (EPERM when denied) without

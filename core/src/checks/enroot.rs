@@ -1,6 +1,6 @@
 //! `launch.enroot_runtime`: enroot's runtime directory before Pyxis needs it.
 //!
-//! Seed 000 (Step 5, troubleshooting): `/run` is a tmpfs, so `/run/enroot` vanishes at reboot; the first
+//! `docs/field-rules.md`, "`/run/enroot` after a reboot": `/run` is a tmpfs, so `/run/enroot` vanishes at reboot; the first
 //! non-root user's Pyxis job then fails with `mkdir: cannot create directory '/run/enroot': Permission
 //! denied` (docs/spank.md, "Next to Pyxis"). The directory must exist, be owned by root and have mode 1777
 //! (users create `user-$(id -u)` in it); `d /run/enroot 1777 root root -` in tmpfiles.d recreates it
@@ -62,7 +62,7 @@ pub enum DirState {
 
 impl DirState {
     /// Whether enroot can use it for every user: a root-owned directory that others may write and
-    /// enter (1777 is what the seed and tmpfiles.d use).
+    /// enter (1777 is what the build guides' tmpfiles.d line uses).
     pub fn is_good(self) -> bool {
         matches!(self, DirState::Dir { mode, uid: 0 } if mode & 0o003 == 0o003)
     }

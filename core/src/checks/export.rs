@@ -1,11 +1,11 @@
 //! `launch.export_all` and `launch.export_split`: what `--export` does to the step's environment.
 //!
-//! Seed 000 ("When using srun --export, include ALL"): `--export=VAR=…` without `ALL` passes no PATH,
+//! `docs/field-rules.md`, "`--export` must include `ALL`" (srun(1) `--export`): `--export=VAR=…` without `ALL` passes no PATH,
 //! and the launch fails with `slurmstepd: error: execve(): bash: No such file or directory`. The same
 //! happens to every srun inside `sbatch --export=NONE` (they inherit `SLURM_EXPORT_ENV=NONE`), measured
 //! in docs/spank.md. srun reads `--export`, then `SRUN_EXPORT_ENV`, then `SLURM_EXPORT_ENV` (srun(1)).
 //!
-//! Seed 000 also: "You cannot use commas inside an --export value": `--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET`
+//! `docs/field-rules.md`, "No commas inside an `--export` value": `--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET`
 //! gives the task `NCCL_DEBUG_SUBSYS=INIT` and reads `NET` as a variable name; and quotes are kept
 //! literally (`X="A,B"` reaches the task as `"A`).
 
