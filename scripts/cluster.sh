@@ -28,6 +28,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/apt.sh"
 . "$(dirname "$0")/lib/slurm-conf.sh"
+. "$(dirname "$0")/lib/pidfile.sh"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${LG_CLUSTER:-host}
@@ -145,17 +146,6 @@ daemon_failed() {
       log "fix: munged does not answer: check $R/var/log/munge/munged.log and 'munge -n | unmunge'" ;;
   esac
   exit 1
-}
-
-pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-
-stop_pidfile() {
-  local f=$1 i
-  if pid_alive "$f"; then
-    kill "$(cat "$f")" 2>/dev/null || true
-    for i in $(seq 50); do pid_alive "$f" || break; sleep 0.1; done
-  fi
-  rm -f "$f"
 }
 
 start_munge() {

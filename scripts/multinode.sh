@@ -46,6 +46,7 @@ for fd in /proc/$$/fd/*; do
   case "$fd" in 0|1|2|255|*[!0-9]*) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
 done
 . "$(dirname "$0")/lib/apt.sh"
+. "$(dirname "$0")/lib/pidfile.sh"
 
 D=${LG_MN_DIR:-/run/lg-mn}
 BR=lgmnbr0
@@ -60,16 +61,6 @@ die() { printf 'multinode: error: %s\n' "$*" >&2; exit 1; }
 
 export SLURM_CONF=$CONF
 
-pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
-stop_pidfile() {
-  local f=$1 i
-  if pid_alive "$f"; then
-    kill "$(cat "$f")" 2>/dev/null || true
-    for i in $(seq 50); do pid_alive "$f" || break; sleep 0.1; done
-    pid_alive "$f" && kill -9 "$(cat "$f")" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
 
 install_packages() {
   local need=()
