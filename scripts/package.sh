@@ -17,6 +17,9 @@
 #                           then the build goes to target/slurm-XX.YY/ like `cluster.sh build-plugin`
 #   LG_PACKAGE_REVISION=N   package revision (default 1)
 #   LG_PACKAGE_FORMATS=deb  only the .deb (scripts/test-node.sh; default "deb rpm")
+#   LG_PACKAGE_TOOLS_ONLY=1 install what packaging needs (cargo-deb, cargo-generate-rpm; for arm64 the
+#                           cross gcc and the Rust target) and stop before building (scripts/test.sh
+#                           does this in the background)
 #   LG_ARCH=amd64|arm64     the architecture (default amd64, this machine's). arm64 (Grace nodes)
 #                           cross-builds for aarch64-unknown-linux-gnu with Debian's cross gcc (the
 #                           linker is set in .cargo/config.toml; gcc-aarch64-linux-gnu is installed with
@@ -83,6 +86,7 @@ if [ -n "$RUST_TARGET" ]; then
   fi
   rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET" || rustup target add "$RUST_TARGET"
 fi
+[ -z "${LG_PACKAGE_TOOLS_ONLY:-}" ] || { log "tools ready: cargo-deb, cargo-generate-rpm${RUST_TARGET:+, $RUST_TARGET}"; exit 0; }
 log "cargo build --release -p spank-launchguard -p launchguard${RUST_TARGET:+ --target $RUST_TARGET}"
 cargo build --release --quiet -p spank-launchguard -p launchguard ${RUST_TARGET:+--target "$RUST_TARGET"}
 REL=$TARGET_DIR/${RUST_TARGET:+$RUST_TARGET/}release

@@ -33,24 +33,35 @@ PREP=$(mktemp -d /tmp/launchguard-prep.XXXXXX)
 # one is redone next time: cluster.sh and node.sh build into a .tmp directory and rename it).
 set -m
 (
-  trap 'echo $? >"$PREP/exit"' EXIT
+  trap 'echo $? >"$PREP/prep.exit"' EXIT
   for c in $RELEASES; do
     [ "$c" = host ] || { LG_CLUSTER=$c scripts/cluster.sh prepare && touch "$PREP/$c"; } || exit 1
   done
   if [ "$HOST" = 1 ]; then scripts/node.sh rootfs && touch "$PREP/node" || exit 1; fi
   if [ "$ARM64" != 0 ]; then LG_CLUSTER=arm64 scripts/cluster.sh prepare && touch "$PREP/arm64" || exit 1; fi
-) </dev/null >"$PREP/log" 2>&1 &
+) </dev/null >"$PREP/prep.log" 2>&1 &
 PREP_PID=$!
+# The tools the later stages need, compiled in the background at low priority (nice 10) so that they
+# take the CPU the test stages leave idle (they mostly wait on srun) rather than the build's: the fuzz
+# targets (and cargo-fuzz), cargo-deb and cargo-generate-rpm, and for arm64 the cross gcc and the Rust
+# target. On a fresh machine that is several minutes of compiling; with them cached, seconds.
+(
+  trap 'echo $? >"$PREP/tools.exit"' EXIT
+  if [ "${FUZZ_SECONDS:-10}" != 0 ]; then FUZZ_BUILD_ONLY=1 nice -n 10 scripts/fuzz.sh && touch "$PREP/fuzz" || exit 1; fi
+  if [ "$HOST" = 1 ]; then LG_PACKAGE_TOOLS_ONLY=1 nice -n 10 scripts/package.sh && touch "$PREP/package-tools" || exit 1; fi
+  if [ "$ARM64" != 0 ]; then LG_ARCH=arm64 LG_PACKAGE_TOOLS_ONLY=1 nice -n 10 scripts/package.sh && touch "$PREP/arm64-tools" || exit 1; fi
+) </dev/null >"$PREP/tools.log" 2>&1 &
+TOOLS_PID=$!
 set +m
 # (Each part `|| true`: under set -e a failing command in an EXIT trap would become the run's status.)
-trap 'kill -TERM -- "-$PREP_PID" 2>/dev/null || true; wait "$PREP_PID" 2>/dev/null || true; rm -f "$LOG" || true; rm -rf "$PREP" || true' EXIT
-# ready NAME: waits until the background preparation has made NAME; fails the run with its log if the
-# preparation failed first.
+trap 'kill -TERM -- "-$PREP_PID" "-$TOOLS_PID" 2>/dev/null || true; wait "$PREP_PID" "$TOOLS_PID" 2>/dev/null || true; rm -f "$LOG" || true; rm -rf "$PREP" || true' EXIT
+# ready NAME CHAIN: waits until the background CHAIN (prep or tools) has made NAME; fails the run with
+# the chain's log if it ended without making NAME.
 ready() {
-  local t0=$SECONDS
+  local t0=$SECONDS chain=${2:-prep}
   while [ ! -e "$PREP/$1" ]; do
-    if [ -e "$PREP/exit" ] && [ ! -e "$PREP/$1" ]; then
-      echo "test: preparing $1 failed:" >&2; cat "$PREP/log" >&2; exit 1
+    if [ -e "$PREP/$chain.exit" ] && [ ! -e "$PREP/$1" ]; then
+      echo "test: preparing $1 failed:" >&2; cat "$PREP/$chain.log" >&2; exit 1
     fi
     sleep 2
   done
@@ -73,10 +84,6 @@ cargo build --release --workspace --quiet
 for c in $RELEASES; do
   [ "$c" = host ] || { ready "$c"; LG_CLUSTER=$c scripts/cluster.sh up; LG_CLUSTER=$c scripts/cluster.sh build-plugin; }
 done
-if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
-  say "fuzz"
-  FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
-fi
 for c in $RELEASES; do
   [ "$c" = host ] && continue
   say "launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))"
@@ -94,10 +101,16 @@ if [ -z "${LG_PYXIS:-}" ]; then
 fi
 say "cargo test --release --workspace (host cluster: $(srun --version); real Pyxis: LG_PYXIS=$LG_PYXIS)"
 LG_PYXIS=$LG_PYXIS cargo test --release --workspace 2>&1 | tee -a "$LOG"
+# The fuzzers (built in the background above), two targets at a time.
+if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
+  ready fuzz tools
+  say "fuzz"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
+fi
 # Packages (scripts/test-package.sh): build the .deb and .rpm, install the .deb, srun against the
 # installed plugin, refuse removal while plugstack loads it, purge; host cluster only.
 say "packages (scripts/test-package.sh)"
-case " $RELEASES " in *" host "*) scripts/test-package.sh 2>&1 | tee -a "$LOG" ;; esac
+case " $RELEASES " in *" host "*) ready package-tools tools; scripts/test-package.sh 2>&1 | tee -a "$LOG" ;; esac
 # arm64 (Grace nodes; issue 18): a one-node Slurm 22.05 for aarch64 in /srv/lg-arm64 run by qemu-user
 # (scripts/cluster.sh, LG_CLUSTER=arm64; the debootstrap is cached there). The arm64 .deb is built
 # (cross-compiled), installed in the chroot with dpkg, `launchguard check` runs there, and the launch
@@ -105,7 +118,7 @@ case " $RELEASES " in *" host "*) scripts/test-package.sh 2>&1 | tee -a "$LOG" ;
 # tests that only exercise srun's release rules (identical Slurm 22.05 and identical code on the host
 # cluster above) are skipped here: the subset still loads every plugin callback and every syscall path
 # (access(2), open flags, send flags, enroot's repair, devices, the NCCL environment). ~5 minutes.
-if [ "$ARM64" != 0 ]; then ready arm64; say "arm64 (scripts/test-arm64.sh)"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
+if [ "$ARM64" != 0 ]; then ready arm64; ready arm64-tools tools; say "arm64 (scripts/test-arm64.sh)"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
 # The node as shipped (scripts/test-node.sh, about 2 minutes with the rootfs cached in /srv/lg-node): the
 # .deb in a Debian 12 systemd-nspawn container with systemd as PID 1 and its own munge/slurmctld/slurmd
 # (ports 8817/8818): README's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
