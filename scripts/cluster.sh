@@ -292,7 +292,14 @@ install_bin() {
   local bin=$ROOT/target/release/launchguard
   [ -x "$bin" ] || die "$bin not built: run 'cargo build --release -p launchguard' first"
   install -m 755 "$bin" /usr/local/bin/launchguard.tmp && mv -f /usr/local/bin/launchguard.tmp /usr/local/bin/launchguard
-  log "installed /usr/local/bin/launchguard ($(/usr/local/bin/launchguard --version))"
+  # Its man pages (`man launchguard-agent` …), and Slurm's HealthCheckProgram wrapper pointing at this copy.
+  local docs
+  docs=$(mktemp -d)
+  /usr/local/bin/launchguard generate-docs --out "$docs" >/dev/null && install -D -m 644 -t /usr/local/share/man/man1 "$docs"/man/*.1
+  rm -rf "$docs"
+  sed 's|/usr/bin/launchguard|/usr/local/bin/launchguard|' "$ROOT/packaging/scripts/launchguard-health" >/usr/sbin/launchguard-health.tmp
+  chmod 755 /usr/sbin/launchguard-health.tmp && mv -f /usr/sbin/launchguard-health.tmp /usr/sbin/launchguard-health
+  log "installed /usr/local/bin/launchguard ($(/usr/local/bin/launchguard --version)), its man pages and /usr/sbin/launchguard-health"
 }
 
 # agent-up: the node agent without systemd (this machine has none as PID 1): `launchguard agent` in its

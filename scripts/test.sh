@@ -133,6 +133,9 @@ esac
 # node agent running without systemd.
 for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh install-plugin mode=warn; done
 case " $RELEASES " in *" host "*) scripts/cluster.sh agent-up ;; esac
+# The clusters only the tests use are stopped: the three namespace nodes and the emulated arm64 node.
+scripts/multinode.sh down >/dev/null 2>&1 || true
+[ "$ARM64" = 0 ] || LG_CLUSTER=arm64 scripts/cluster.sh down >/dev/null 2>&1 || true
 say "done"
 # One closing line over every cargo test run above (both clusters, every crate); a test ignored here
 # (a cluster test compiled out, or an #[ignore]) fails the run: every test must have run.

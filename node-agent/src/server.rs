@@ -24,6 +24,7 @@ use crate::protocol::{
 };
 use crate::registry::{NodeReport, Runner};
 use crate::reports::ReportStore;
+use launchguard_core::node::Status;
 use launchguard_core::protocol::{MAX_LINE, VERSION};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,11 +47,15 @@ pub struct Shared {
     textfile: Mutex<std::path::PathBuf>,
     /// Each check's status at the last run, to log changes.
     prev: Mutex<HashMap<String, String>>,
+    /// When a launch report last started an early check run (see [`Shared::refresh_if_contradicted`]).
+    last_refresh: Mutex<Option<Instant>>,
     cfg: Reports,
 }
 
 static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
+/// Least time between two check runs started by launch reports.
+const REFRESH_GAP: Duration = Duration::from_secs(60);
 /// Longest a non-root client may stay connected, sending or not.
 const USER_CONN_LIFETIME: Duration = Duration::from_secs(60);
 /// Deadline for writing an answer to a client that does not read it.
@@ -68,6 +73,7 @@ impl Shared {
             conns: Mutex::new(HashMap::new()),
             textfile: Mutex::new(std::path::PathBuf::new()),
             prev: Mutex::new(HashMap::new()),
+            last_refresh: Mutex::new(None),
             cfg,
         })
     }
@@ -102,6 +108,43 @@ impl Shared {
                 path.display()
             );
         }
+    }
+
+    /// A step or task report from slurmstepd (root) proves that this node's plugstack loads the
+    /// plugin. When the last check run says otherwise (`node.plugstack.order` not OK: typically the
+    /// agent ran before the plugstack line was added), that verdict is stale, and `status` would show
+    /// "launches on this node are not checked" right above the launches it checked: run the checks
+    /// again now rather than at the next interval. At most once per [`REFRESH_GAP`], so a real order
+    /// problem that persists costs one extra run a minute on a busy node, not one per launch.
+    pub fn refresh_if_contradicted(self: &Arc<Self>) {
+        let stale = self
+            .last_check
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|r| {
+                r.checks
+                    .iter()
+                    .any(|c| c.id == "node.plugstack.order" && c.status != Status::Ok)
+            });
+        if !stale {
+            return;
+        }
+        {
+            let mut last = self.last_refresh.lock().unwrap_or_else(|e| e.into_inner());
+            if last.is_some_and(|t| t.elapsed() < REFRESH_GAP) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let sh = self.clone();
+        tokio::spawn(async move {
+            tracing::info!(
+                "a launch report from slurmstepd contradicts node.plugstack.order; checking again"
+            );
+            let rep = sh.runner().run(&[]).await;
+            sh.publish(rep);
+        });
     }
 
     /// The status answer: the last `limit` reports (at most `history`).
@@ -298,6 +341,7 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                     );
                     sh.reports.counters.drop_one("uid_mismatch");
                 } else {
+                    let from_slurmstepd = uid == 0 && root_only_phase(&report.phase);
                     let received = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map(|d| d.as_secs())
@@ -309,6 +353,9 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                         peer_pid: pid,
                         report: sanitize(report, uid),
                     });
+                    if from_slurmstepd {
+                        sh.refresh_if_contradicted();
+                    }
                 }
             }
             Message::Status { .. } | Message::Check if uid != 0 => {
@@ -384,8 +431,9 @@ pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
         }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(format!(
-                "another agent is listening on {}; stop it first (systemctl stop launchguard-agent) or give this one --socket",
-                path.display()
+                "another agent is listening on {}; {}",
+                path.display(),
+                already_running_hint(std::path::Path::new("/run/systemd/system").is_dir())
             ));
         }
         std::fs::remove_file(path)
@@ -396,4 +444,15 @@ pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("cannot chmod {}: {e}", path.display()))?;
     Ok(l)
+}
+
+/// What to do when another agent holds the socket: stop that one the way it was started (systemd's
+/// unit where systemd runs the machine, sd_booted(3)'s test; otherwise the process itself), or give
+/// this one its own socket.
+fn already_running_hint(systemd: bool) -> &'static str {
+    if systemd {
+        "stop it first (systemctl stop launchguard-agent) or give this one --socket"
+    } else {
+        "this machine has no systemd: stop that agent first (kill -TERM $(pgrep -f 'launchguard agent'), or scripts/cluster.sh agent-down in a checkout) or give this one --socket"
+    }
 }

@@ -415,3 +415,43 @@ fn fat_reports_are_clipped_so_memory_stays_bounded() {
         "RSS grew from {before} kB to {after} kB"
     );
 }
+
+/// The agent ran before the plugstack line was added (what the demo and a fresh install do): its
+/// last run says "spank_launchguard.so is not listed … launches on this node are not checked". The
+/// first step report from slurmstepd proves otherwise, and the agent checks again at once instead of
+/// showing the stale warning above the launches until the next interval (here an hour).
+#[test]
+fn a_launch_report_clears_a_stale_not_listed_warning_at_once() {
+    let _g = lock();
+    launchguard_tests::no_plugstack();
+    let a = Agent::start("agent-stale-order", "interval_secs = 3600\n");
+    let order = |st: &Value| -> String {
+        st["last_check"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "node.plugstack.order")
+            .map(|c| c["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(order(&a.status()), "warning", "{}", a.status());
+    plugstack(&format!("mode=warn agent_socket={}", a.socket.display()));
+    // Control: the line alone changes nothing until something makes the agent look again.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(order(&a.status()), "warning");
+    let r = srun(As::Root, &["-n1", "true"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut st = a.status();
+    while order(&st) != "ok" && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(200));
+        st = a.status();
+    }
+    assert_eq!(
+        order(&st),
+        "ok",
+        "still stale 10 s after a step report: {st}"
+    );
+    let log = std::fs::read_to_string(a.dir.join("agent.log")).unwrap();
+    assert!(log.contains("contradicts node.plugstack.order"), "{log}");
+}

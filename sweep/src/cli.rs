@@ -39,7 +39,7 @@ pub enum SweepCommand {
 /// Options of the node-check sweep.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Partition to sweep (default: every node sinfo lists).
+    /// Partition to sweep (default: the default partition's nodes, the one sinfo marks with `*`).
     #[arg(short, long)]
     pub partition: Option<String>,
     /// Node list to sweep (`gpu-[001-128]`).

@@ -226,7 +226,7 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
             Status::Warning,
             format!("spank_launchguard.so is not listed in {}", quote(&f.path)),
             "launches on this node are not checked",
-            "ln -s /usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf /etc/slurm/plugstack.conf.d/ (its name sorts after Pyxis's pyxis.conf)",
+            "ln -s /usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf /etc/slurm/plugstack.conf.d/ (the package's line; its name sorts after Pyxis's pyxis.conf), or for a build from source write 'required /path/to/spank_launchguard.so mode=warn' to /etc/slurm/plugstack.conf.d/zz-launchguard.conf",
         ),
         (Some(l), Some(p)) if l < p => Outcome::new(
             "node.plugstack.order",
