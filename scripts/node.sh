@@ -21,6 +21,7 @@
 # systemd-container with apt-get when missing.
 set -euo pipefail
 . "$(dirname "$0")/lib/slurm-conf.sh"
+. "$(dirname "$0")/lib/apt.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${LG_NODE_ROOTFS:-/srv/lg-node}
 RUN=/run/lg-node
@@ -35,8 +36,7 @@ die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
 
 apt_install() {
   log "installing $* (apt-get)"
-  apt-get -o DPkg::Lock::Timeout=900 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "$@" >/dev/null
+  apt_get update && apt_get install "$@"
 }
 
 # The cached rootfs: built in $CACHE.tmp and renamed when complete, so an interrupted build is redone.

@@ -34,6 +34,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. "$ROOT/scripts/lib/apt.sh"
 OUT=$ROOT/target/packages
 STAGE=$OUT/stage
 REVISION=${LG_PACKAGE_REVISION:-1}
@@ -81,8 +82,7 @@ done
 if [ -n "$RUST_TARGET" ]; then
   if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/include/stdio.h ]; then
     log "installing gcc-aarch64-linux-gnu libc6-dev-arm64-cross (apt-get; needs root)"
-    apt-get -o DPkg::Lock::Timeout=900 update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
+    apt_get update && apt_get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   fi
   rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET" || rustup target add "$RUST_TARGET"
 fi

@@ -24,6 +24,7 @@
 # This script never lists Pyxis in plugstack.conf: the tests add `plugstack.conf.d/pyxis.conf` for
 # the time they run and remove it afterwards, so the shared cluster stays as it was.
 set -euo pipefail
+. "$(dirname "$0")/lib/apt.sh"
 
 BUILD_DIR_DEFAULT=/var/tmp/lg-pyxis-build
 IMAGE_DEFAULT=/var/lib/launchguard-test/busybox.sqsh
@@ -38,8 +39,7 @@ apt_need() {
   for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]} (apt-get)"
-  apt-get -o DPkg::Lock::Timeout=900 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${need[@]}" >/dev/null
+  apt_get update && apt_get install "${need[@]}"
 }
 
 cmd_build() {

@@ -42,14 +42,15 @@ set -m
 ) </dev/null >"$PREP/prep.log" 2>&1 &
 PREP_PID=$!
 # The tools the later stages need, compiled in the background at low priority (nice 10) so that they
-# take the CPU the test stages leave idle (they mostly wait on srun) rather than the build's: the fuzz
-# targets (and cargo-fuzz), cargo-deb and cargo-generate-rpm, and for arm64 the cross gcc and the Rust
-# target. On a fresh machine that is several minutes of compiling; with them cached, seconds.
+# take the CPU the test stages leave idle (they mostly wait on srun) rather than the build's, in the
+# order the stages below need them: for arm64 the cross gcc and the Rust target (downloads), then
+# cargo-deb and cargo-generate-rpm, then cargo-fuzz and the fuzz targets (the fuzz stage runs last).
+# On a fresh machine that is several minutes of compiling; with them cached, seconds.
 (
   trap 'echo $? >"$PREP/tools.exit"' EXIT
-  if [ "${FUZZ_SECONDS:-10}" != 0 ]; then FUZZ_BUILD_ONLY=1 nice -n 10 scripts/fuzz.sh && touch "$PREP/fuzz" || exit 1; fi
+  if [ "$ARM64" != 0 ]; then LG_ARCH=arm64 LG_PACKAGE_TOOLS_ONLY=1 LG_PACKAGE_FORMATS=none nice -n 10 scripts/package.sh && touch "$PREP/arm64-tools" || exit 1; fi
   if [ "$HOST" = 1 ]; then LG_PACKAGE_TOOLS_ONLY=1 nice -n 10 scripts/package.sh && touch "$PREP/package-tools" || exit 1; fi
-  if [ "$ARM64" != 0 ]; then LG_ARCH=arm64 LG_PACKAGE_TOOLS_ONLY=1 nice -n 10 scripts/package.sh && touch "$PREP/arm64-tools" || exit 1; fi
+  if [ "${FUZZ_SECONDS:-10}" != 0 ]; then FUZZ_BUILD_ONLY=1 nice -n 10 scripts/fuzz.sh && touch "$PREP/fuzz" || exit 1; fi
 ) </dev/null >"$PREP/tools.log" 2>&1 &
 TOOLS_PID=$!
 set +m
@@ -101,12 +102,6 @@ if [ -z "${LG_PYXIS:-}" ]; then
 fi
 say "cargo test --release --workspace (host cluster: $(srun --version); real Pyxis: LG_PYXIS=$LG_PYXIS)"
 LG_PYXIS=$LG_PYXIS cargo test --release --workspace 2>&1 | tee -a "$LOG"
-# The fuzzers (built in the background above), two targets at a time.
-if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
-  ready fuzz tools
-  say "fuzz"
-  FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
-fi
 # Packages (scripts/test-package.sh): build the .deb and .rpm, install the .deb, srun against the
 # installed plugin, refuse removal while plugstack loads it, purge; host cluster only.
 say "packages (scripts/test-package.sh)"
@@ -128,6 +123,12 @@ case " $RELEASES " in
   *" host "*) LG_NODE_DEB=$(ls target/packages/launchguard_*-1+slurm"$(srun --version | awk '{ split($2, v, "."); print v[1] "." v[2] }')"_amd64.deb) \
     scripts/test-node.sh 2>&1 | tee -a "$LOG" ;;
 esac
+# The fuzzers (built in the background above), two targets at a time.
+if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
+  ready fuzz tools
+  say "fuzz"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
+fi
 # Leave the machine as scripts/demo.sh does: launchguard listed in warn mode on every cluster, the
 # built `launchguard` on PATH (/usr/local/bin; the package test purged /usr/bin/launchguard), and the
 # node agent running without systemd.

@@ -1,9 +1,13 @@
 # shellcheck shell=bash
-# Sourced by the scripts that install Debian packages. apt_get ARGS…: apt-get, non-interactive, waiting
-# up to 15 min for another apt/dpkg to let go of its lock, with apt's own output dropped and
-# debconf's "apt-utils is not installed" notice (harmless on a minimal image) filtered from stderr;
-# apt's errors still reach stderr and its exit status is returned.
+# Sourced by the scripts that install Debian packages. apt_get ARGS…: apt-get, non-interactive, with
+# apt's own output dropped and debconf's "apt-utils is not installed" notice (harmless on a minimal
+# image) filtered from stderr; apt's errors still reach stderr and its exit status is returned.
+# Our scripts' apt-get runs take turns through one lock file (scripts/test.sh prepares chroots and
+# tools in the background at the same time): `apt-get update` does not wait for the lists lock of
+# another update, it fails at once. DPkg::Lock::Timeout covers another dpkg (unattended-upgrades).
+# Both waits are bounded at 15 min.
 apt_get() {
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 -y -qq "$@" \
+  DEBIAN_FRONTEND=noninteractive flock -w 900 /run/lock/launchguard-apt.lock \
+    apt-get -o DPkg::Lock::Timeout=900 -y -qq "$@" \
     2> >(grep -v 'apt-utils is not installed' >&2) >/dev/null
 }
