@@ -10,8 +10,11 @@
 //! job is ever cancelled by user or partition.
 //!
 //! The signal thread (signal-hook's iterator: the handler itself only writes to a pipe) stops new
-//! submissions, waits briefly for a submission in flight to print its ID, cancels, and exits with
-//! 128 + the signal number, as a shell reports a process killed by it.
+//! submissions, waits briefly for a submission in flight to print its ID, kills the Slurm clients
+//! still running (a signal sent to the sweep alone does not reach them: an `sbatch` stuck before
+//! slurmctld answered would otherwise submit its job after we exit), gives slurmctld a moment for a
+//! request such a client had already sent, cancels, and exits with 128 + the signal number, as a
+//! shell reports a process killed by it.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -37,6 +40,8 @@ static OWNED: Mutex<Owned> = Mutex::new(Owned {
     unsure: false,
 });
 static EXITING: AtomicBool = AtomicBool::new(false);
+/// Pids of the Slurm clients running now (see [`child`]).
+static CHILDREN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 fn owned() -> std::sync::MutexGuard<'static, Owned> {
@@ -70,6 +75,31 @@ pub fn release(id: &str) {
 /// refused after a timeout): its job, if slurmctld accepted one, is found by name at cleanup.
 pub fn unsure() {
     owned().unsure = true;
+}
+
+/// The process runner's [`launchguard_core::host::process::Limits::on_child`] hook for every Slurm
+/// client the sweep runs: `running` is true from the spawn to the reaping.
+pub fn child(pid: u32, running: bool) {
+    let mut c = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    if running {
+        c.insert(pid);
+    } else {
+        c.remove(&pid);
+    }
+}
+
+/// Kills the Slurm clients still running; returns how many there were.
+fn kill_children() -> usize {
+    let pids: Vec<u32> = CHILDREN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .copied()
+        .collect();
+    for &pid in &pids {
+        launchguard_core::host::process::sigkill(pid);
+    }
+    pids.len()
 }
 
 /// Whether a signal asked us to stop (no new jobs are submitted then).
@@ -193,6 +223,14 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         cancel_owned(Duration::from_secs(15), false);
+        // After a signal the signal thread ends the process (it kills our Slurm clients, so the
+        // sweep may return early with an error of its own): wait for it, so the exit status is
+        // 128 + the signal and its "stopped; cancelled …" line is printed, not the sweep's error.
+        // Bounded: the thread's own steps take at most ~30 s.
+        let until = Instant::now() + Duration::from_secs(60);
+        while exiting() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -213,6 +251,11 @@ fn install_signal_thread() {
             let until = Instant::now() + Duration::from_secs(3);
             while IN_FLIGHT.load(Ordering::SeqCst) > 0 && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            // What is still running cannot submit after we are gone; a request it had already sent
+            // is handled by slurmctld within this second and then found by name below.
+            if kill_children() > 0 {
+                std::thread::sleep(Duration::from_secs(1));
             }
             let name = match sig {
                 SIGINT => "SIGINT",

@@ -45,8 +45,11 @@ fn run_inner(
     timeout: Duration,
     on_line: Option<&mut dyn FnMut(&str)>,
 ) -> Result<Output, String> {
-    let f = process::run(cmd, None, &Limits::slurm_client(timeout), on_line)
-        .map_err(|e| e.to_string())?;
+    let limits = Limits {
+        on_child: Some(crate::cleanup::child),
+        ..Limits::slurm_client(timeout)
+    };
+    let f = process::run(cmd, None, &limits, on_line).map_err(|e| e.to_string())?;
     Ok(Output {
         code: f.code(),
         stdout: String::from_utf8_lossy(&f.stdout).into_owned(),

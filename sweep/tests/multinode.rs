@@ -712,12 +712,12 @@ fn stop_and_check(child: std::process::Child, sig: &str, code: i32, prefix: &str
     });
 }
 
-#[test]
-fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
-    let _c = Cluster::up();
-    // The second sbatch hands its job to slurmctld and then hangs, as a client killed or stuck after
-    // the job was accepted: its job ID never reaches the sweep.
-    let dir = std::env::temp_dir().join(format!("lg-sweep-fake-sbatch-{}", std::process::id()));
+/// A directory holding an `sbatch` that runs the real one, except on its second call, which runs
+/// `second` (a shell snippet; `$real` is the real sbatch, `$d` the directory, `$$` its pid): the
+/// faults of a client stuck before or after slurmctld took its job.
+fn fake_sbatch(name: &str, second: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lg-sweep-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let real = String::from_utf8(
         Command::new("sh")
@@ -728,7 +728,7 @@ fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
     )
     .unwrap();
     let script = format!(
-        "#!/bin/sh\nn=$(cat '{d}/count' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{d}/count'\nif [ $n = 2 ]; then {real} \"$@\" > '{d}/job'; echo $$ > '{d}/hung.pid'; exec sleep 300; fi\nexec {real} \"$@\"\n",
+        "#!/bin/sh\nreal={real}; d='{d}'\nn=$(cat \"$d/count\" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > \"$d/count\"\nif [ $n = 2 ]; then {second}; fi\nexec \"$real\" \"$@\"\n",
         d = dir.display(),
         real = real.trim()
     );
@@ -738,12 +738,17 @@ fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
         .args(["755", fake.to_str().unwrap()])
         .status()
         .unwrap();
+    dir
+}
+
+/// `launchguard sweep nccl` with one job per pair, pairs that sleep, and `dir`'s sbatch first on PATH.
+fn nccl_sweep_with_sbatch_of(dir: &Path) -> std::process::Child {
     let path = format!(
         "{}:{}",
         dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let child = Command::new(launchguard())
+    Command::new(launchguard())
         .args([
             "sweep",
             "nccl",
@@ -758,13 +763,25 @@ fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
             "sleep 300",
             "--out",
         ])
-        .arg(&dir)
+        .arg(dir)
         .env("SLURM_CONF", SLURM_CONF)
         .env("PATH", &path)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
+    let _c = Cluster::up();
+    // The second sbatch hands its job to slurmctld and then hangs, as a client killed or stuck after
+    // the job was accepted: its job ID never reaches the sweep.
+    let dir = fake_sbatch(
+        "hung-after",
+        "\"$real\" \"$@\" > \"$d/job\"; echo $$ > \"$d/hung.pid\"; exec sleep 300",
+    );
+    let child = nccl_sweep_with_sbatch_of(&dir);
     let prefix = format!("lg-nccl-{}-", child.id());
     // One job known by its ID (running), one accepted by slurmctld whose sbatch hangs.
     wait_for("two jobs of the sweep", 20, || {
@@ -779,7 +796,10 @@ fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
         "{hung} {jobs:?}"
     );
     if let Ok(p) = std::fs::read_to_string(dir.join("hung.pid")) {
-        let _ = Command::new("kill").arg(p.trim()).status();
+        let _ = Command::new("kill")
+            .arg(p.trim())
+            .stderr(std::process::Stdio::null())
+            .status();
     }
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -804,4 +824,28 @@ fn sigterm_sigint_and_a_hung_sbatch_leave_no_job_behind() {
         jobs_named(&prefix).iter().any(|(_, st)| st == "RUNNING")
     });
     stop_and_check(child, "-INT", 130, &prefix);
+}
+
+/// SIGTERM to the sweep alone while an `sbatch` is stuck before slurmctld took its job (a slow
+/// controller): without the sweep killing it, that client would submit after the sweep is gone,
+/// leaving a job nobody cancels.
+#[test]
+fn sigterm_while_an_sbatch_is_stuck_before_submitting_leaves_no_late_job() {
+    let _c = Cluster::up();
+    let dir = fake_sbatch("hung-before", "echo $$ > \"$d/hung.pid\"; sleep 8");
+    let child = nccl_sweep_with_sbatch_of(&dir);
+    let prefix = format!("lg-nccl-{}-", child.id());
+    wait_for("the first job and the stuck second sbatch", 20, || {
+        std::fs::metadata(dir.join("hung.pid")).is_ok() && jobs_named(&prefix).len() == 1
+    });
+    stop_and_check(child, "-TERM", 143, &prefix);
+    // Past the stuck client's 8 s: had it lived, its job would be in the queue by now.
+    std::thread::sleep(Duration::from_secs(10));
+    let jobs = jobs_named(&prefix);
+    assert_eq!(
+        jobs.len(),
+        1,
+        "a job was submitted after the sweep exited: {jobs:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,6 +23,10 @@ pub struct Limits {
     pub max_output: usize,
     /// After the child exits, how long to keep reading pipes that a grandchild still holds open.
     pub linger: Duration,
+    /// Told the child's pid with `true` once it is spawned and with `false` once it is reaped (on
+    /// every return): while the pid is announced and not yet withdrawn it names this child (unreaped,
+    /// it cannot be reused), so a caller's signal handler thread may kill it. `None`: nobody is told.
+    pub on_child: Option<fn(u32, bool)>,
 }
 
 impl Limits {
@@ -34,6 +38,7 @@ impl Limits {
             term_grace: None,
             max_output: 64 << 10,
             linger: Duration::from_millis(200),
+            on_child: None,
         }
     }
 
@@ -46,6 +51,7 @@ impl Limits {
             term_grace: Some(Duration::from_secs(2)),
             max_output: usize::MAX,
             linger: Duration::from_secs(2),
+            on_child: None,
         }
     }
 }
@@ -203,6 +209,14 @@ fn emit(line: &mut Vec<u8>, f: &mut &mut dyn FnMut(&str)) {
     line.clear();
 }
 
+/// Sends `SIGKILL` to `pid`, for a pid a [`Limits::on_child`] hook was told is running (errors, e.g.
+/// a child that has just exited, are ignored).
+pub fn sigkill(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
 /// Runs `cmd` with `input` on its stdin (none: `/dev/null`) under `limits`, returning its exit
 /// status, what it printed and whether it was killed at the deadline. With `on_line`, each stdout
 /// line (without its `\n`/`\r\n`, lossily decoded) is handed over as it arrives and
@@ -231,6 +245,35 @@ pub fn run(
             program: program.clone(),
             source,
         })?;
+    let pid = child.id();
+    if let Some(f) = limits.on_child {
+        f(pid, true);
+    }
+    let status = wait_for(&mut child, input, limits, &mut on_line, start, program);
+    if let Some(f) = limits.on_child {
+        f(pid, false);
+    }
+    let (status, out, err, timed_out) = status?;
+    Ok(Finished {
+        status,
+        stdout: out,
+        stderr: err,
+        timed_out,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// Everything [`run`] does between the spawn and the reaping: stdin fed, pipes drained, the
+/// deadline kept. Returns the exit status, the kept stdout and stderr, and whether it timed out.
+#[allow(clippy::type_complexity)]
+fn wait_for(
+    child: &mut std::process::Child,
+    input: Option<&[u8]>,
+    limits: &Limits,
+    on_line: &mut Option<&mut dyn FnMut(&str)>,
+    start: Instant,
+    program: String,
+) -> Result<(Option<ExitStatus>, Vec<u8>, Vec<u8>, bool), RunError> {
     let mut stdin = child.stdin.take();
     let mut pending = input.unwrap_or_default();
     if let Some(s) = &stdin {
@@ -270,7 +313,7 @@ pub fn run(
                 }
             }
         }
-        let read = out.pump(&mut on_line) | err.pump(&mut None);
+        let read = out.pump(on_line) | err.pump(&mut None);
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) => {}
@@ -309,7 +352,7 @@ pub fn run(
     let until = Instant::now() + limits.linger;
     let mut sleep = Duration::from_micros(50);
     while out.pipe.is_some() || err.pipe.is_some() {
-        let read = out.pump(&mut on_line) | err.pump(&mut None);
+        let read = out.pump(on_line) | err.pump(&mut None);
         if Instant::now() >= until {
             break;
         }
@@ -318,14 +361,8 @@ pub fn run(
             sleep = (sleep * 2).min(Duration::from_millis(5));
         }
     }
-    out.flush(&mut on_line);
-    Ok(Finished {
-        status,
-        stdout: out.kept,
-        stderr: err.kept,
-        timed_out,
-        elapsed: start.elapsed(),
-    })
+    out.flush(on_line);
+    Ok((status, out.kept, err.kept, timed_out))
 }
 
 #[cfg(test)]
@@ -360,6 +397,7 @@ mod tests {
             term_grace: Some(Duration::from_millis(300)),
             max_output: 1 << 20,
             linger: Duration::from_millis(100),
+            on_child: None,
         };
         let t = Instant::now();
         let f = run(&mut sh("trap '' TERM; sleep 5"), None, &limits, None).unwrap();
