@@ -295,7 +295,8 @@ install_bin() {
   # Its man pages (`man launchguard-agent` …), and Slurm's HealthCheckProgram wrapper pointing at this copy.
   local docs
   docs=$(mktemp -d)
-  /usr/local/bin/launchguard generate-docs --out "$docs" >/dev/null && install -D -m 644 -t /usr/local/share/man/man1 "$docs"/man/*.1
+  /usr/local/bin/launchguard generate-docs --out "$docs" >/dev/null || { rm -rf "$docs"; die "launchguard generate-docs failed"; }
+  install -D -m 644 -t /usr/local/share/man/man1 "$docs"/man/*.1 || { rm -rf "$docs"; die "installing the man pages failed"; }
   rm -rf "$docs"
   sed 's|/usr/bin/launchguard|/usr/local/bin/launchguard|' "$ROOT/packaging/scripts/launchguard-health" >/usr/sbin/launchguard-health.tmp
   chmod 755 /usr/sbin/launchguard-health.tmp && mv -f /usr/sbin/launchguard-health.tmp /usr/sbin/launchguard-health

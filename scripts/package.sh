@@ -50,6 +50,26 @@ esac
 log() { printf 'package: %s\n' "$*" >&2; }
 die() { printf 'package: error: %s\n' "$*" >&2; exit 1; }
 
+# The tools packaging needs (cargo-deb and cargo-generate-rpm; for arm64 the cross gcc and the Rust
+# target), installed when missing. They need no Slurm headers, so LG_PACKAGE_TOOLS_ONLY stops here.
+for tool in deb generate-rpm; do
+  want "${tool#generate-}" || continue
+  if ! cargo "$tool" --version >/dev/null 2>&1; then
+    log "installing cargo-$tool (cargo install --locked; takes minutes)"
+    cargo install --locked --quiet "cargo-$tool"
+  fi
+done
+
+if [ -n "$RUST_TARGET" ]; then
+  if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/include/stdio.h ]; then
+    log "installing gcc-aarch64-linux-gnu libc6-dev-arm64-cross (apt-get; needs root)"
+    apt_get update || die "apt-get update failed"
+    apt_get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross || die "installing the aarch64 cross gcc failed"
+  fi
+  rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET" || rustup target add "$RUST_TARGET"
+fi
+[ -z "${LG_PACKAGE_TOOLS_ONLY:-}" ] || { log "tools ready for formats '$FORMATS'${RUST_TARGET:+ and $RUST_TARGET}"; exit 0; }
+
 # The Slurm release of the headers the plugin is built against (what spank-plugin/build.rs reads).
 INCLUDE=${SLURM_INCLUDE_DIR:-/usr/include}
 vh=$INCLUDE/slurm/slurm_version.h
@@ -71,22 +91,6 @@ log "launchguard $VERSION for Slurm $SLURM_REL on $ARCH (headers: $vh)"
 grep -qF "[package.metadata.deb.variants.$VARIANT]" node-agent/Cargo.toml ||
   die "no [package.metadata.deb.variants.$VARIANT] in node-agent/Cargo.toml: add one (name and Depends on slurm-wlm-basic-plugins $SLURM_REL) for this Slurm release"
 
-for tool in deb generate-rpm; do
-  want "${tool#generate-}" || continue
-  if ! cargo "$tool" --version >/dev/null 2>&1; then
-    log "installing cargo-$tool (cargo install --locked; takes minutes)"
-    cargo install --locked --quiet "cargo-$tool"
-  fi
-done
-
-if [ -n "$RUST_TARGET" ]; then
-  if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/include/stdio.h ]; then
-    log "installing gcc-aarch64-linux-gnu libc6-dev-arm64-cross (apt-get; needs root)"
-    apt_get update && apt_get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-  fi
-  rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET" || rustup target add "$RUST_TARGET"
-fi
-[ -z "${LG_PACKAGE_TOOLS_ONLY:-}" ] || { log "tools ready: cargo-deb, cargo-generate-rpm${RUST_TARGET:+, $RUST_TARGET}"; exit 0; }
 log "cargo build --release -p spank-launchguard -p launchguard${RUST_TARGET:+ --target $RUST_TARGET}"
 cargo build --release --quiet -p spank-launchguard -p launchguard ${RUST_TARGET:+--target "$RUST_TARGET"}
 REL=$TARGET_DIR/${RUST_TARGET:+$RUST_TARGET/}release

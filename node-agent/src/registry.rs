@@ -251,6 +251,11 @@ impl Runner {
         pick && !self.ctx.cfg.is_disabled(id)
     }
 
+    /// Whether a check run is going on now.
+    pub fn busy(&self) -> bool {
+        self.one_at_a_time.try_lock().is_err()
+    }
+
     /// Runs every selected check once.
     pub async fn run(&self, only: &[String]) -> NodeReport {
         let _one = self.one_at_a_time.lock().await;

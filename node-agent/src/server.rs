@@ -47,8 +47,9 @@ pub struct Shared {
     textfile: Mutex<std::path::PathBuf>,
     /// Each check's status at the last run, to log changes.
     prev: Mutex<HashMap<String, String>>,
-    /// When a launch report last started an early check run (see [`Shared::refresh_if_contradicted`]).
-    last_refresh: Mutex<Option<Instant>>,
+    /// When a launch report last started an early check run, and for which `node.plugstack.order`
+    /// message (see [`Shared::refresh_if_contradicted`]).
+    last_refresh: Mutex<Option<(Instant, String)>>,
     cfg: Reports,
 }
 
@@ -114,35 +115,46 @@ impl Shared {
     /// plugin. When the last check run says otherwise (`node.plugstack.order` not OK: typically the
     /// agent ran before the plugstack line was added), that verdict is stale, and `status` would show
     /// "launches on this node are not checked" right above the launches it checked: run the checks
-    /// again now rather than at the next interval. At most once per [`REFRESH_GAP`], so a real order
-    /// problem that persists costs one extra run a minute on a busy node, not one per launch.
+    /// again now rather than at the next interval. Once per verdict: a message that a refresh left
+    /// unchanged (a real order problem, "listed before Pyxis", or a plugstack the agent cannot read)
+    /// starts no further runs; a new message may, at most once per [`REFRESH_GAP`]. Skipped while a
+    /// check run is going on (it will publish a fresh verdict anyway, and the interval's run is not
+    /// kept waiting behind this one).
     pub fn refresh_if_contradicted(self: &Arc<Self>) {
-        let stale = self
+        let verdict = self
             .last_check
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .is_some_and(|r| {
+            .and_then(|r| {
                 r.checks
                     .iter()
-                    .any(|c| c.id == "node.plugstack.order" && c.status != Status::Ok)
+                    .find(|c| c.id == "node.plugstack.order" && c.status != Status::Ok)
+                    .map(|c| c.message.clone())
             });
-        if !stale {
+        let Some(verdict) = verdict else {
+            return;
+        };
+        let runner = self.runner();
+        if runner.busy() {
             return;
         }
         {
             let mut last = self.last_refresh.lock().unwrap_or_else(|e| e.into_inner());
-            if last.is_some_and(|t| t.elapsed() < REFRESH_GAP) {
+            if last
+                .as_ref()
+                .is_some_and(|(t, m)| *m == verdict || t.elapsed() < REFRESH_GAP)
+            {
                 return;
             }
-            *last = Some(Instant::now());
+            *last = Some((Instant::now(), verdict));
         }
         let sh = self.clone();
         tokio::spawn(async move {
             tracing::info!(
                 "a launch report from slurmstepd contradicts node.plugstack.order; checking again"
             );
-            let rep = sh.runner().run(&[]).await;
+            let rep = runner.run(&[]).await;
             sh.publish(rep);
         });
     }

@@ -5,9 +5,10 @@
 # Our scripts' apt-get runs take turns through one lock file (scripts/test.sh prepares chroots and
 # tools in the background at the same time): `apt-get update` does not wait for the lists lock of
 # another update, it fails at once. DPkg::Lock::Timeout covers another dpkg (unattended-upgrades).
-# Both waits are bounded at 15 min.
+# Both waits are bounded at 15 min. `flock -o`: the lock's descriptor is not inherited by apt, dpkg
+# or a daemon a postinst starts (munged would otherwise hold the lock for its lifetime).
 apt_get() {
-  DEBIAN_FRONTEND=noninteractive flock -w 900 /run/lock/launchguard-apt.lock \
+  DEBIAN_FRONTEND=noninteractive flock -o -w 900 /run/lock/launchguard-apt.lock \
     apt-get -o DPkg::Lock::Timeout=900 -y -qq "$@" \
     2> >(grep -v 'apt-utils is not installed' >&2) >/dev/null
 }

@@ -42,6 +42,14 @@ static OWNED: Mutex<Owned> = Mutex::new(Owned {
 static EXITING: AtomicBool = AtomicBool::new(false);
 /// Pids of the Slurm clients running now (see [`child`]).
 static CHILDREN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+/// Set (under the CHILDREN lock) once the signal thread killed the clients: a client the sweep's
+/// other threads start later is killed the moment it is announced.
+static KILLING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// True on the signal thread, whose own squeue and scancel must run.
+    static SIGNAL_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 fn owned() -> std::sync::MutexGuard<'static, Owned> {
@@ -83,23 +91,24 @@ pub fn child(pid: u32, running: bool) {
     let mut c = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
     if running {
         c.insert(pid);
+        if KILLING.load(Ordering::SeqCst) && !SIGNAL_THREAD.with(|t| t.get()) {
+            launchguard_core::host::process::sigkill(pid);
+        }
     } else {
         c.remove(&pid);
     }
 }
 
-/// Kills the Slurm clients still running; returns how many there were.
+/// Kills the Slurm clients still running, and every one started from now on by another thread;
+/// returns how many were running. The lock is held while killing, so no pid is withdrawn (and
+/// reaped, and reused) in between.
 fn kill_children() -> usize {
-    let pids: Vec<u32> = CHILDREN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .copied()
-        .collect();
-    for &pid in &pids {
+    let c = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    KILLING.store(true, Ordering::SeqCst);
+    for &pid in c.iter() {
         launchguard_core::host::process::sigkill(pid);
     }
-    pids.len()
+    c.len()
 }
 
 /// Whether a signal asked us to stop (no new jobs are submitted then).
@@ -245,6 +254,7 @@ fn install_signal_thread() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            SIGNAL_THREAD.with(|t| t.set(true));
             EXITING.store(true, Ordering::SeqCst);
             // A submission in flight prints its job ID within milliseconds; a hung one is found by
             // name below.
@@ -263,10 +273,18 @@ fn install_signal_thread() {
                 _ => "SIGHUP",
             };
             let ids = cancel_owned(Duration::from_secs(15), true);
+            // Written without panicking: after SIGHUP the terminal may be gone (EIO), and a panic
+            // here would skip the exit below.
+            use std::io::Write;
+            let mut err = std::io::stderr();
             if ids.is_empty() {
-                eprintln!("launchguard: sweep: {name}: stopped; no job of this sweep was left");
+                let _ = writeln!(
+                    err,
+                    "launchguard: sweep: {name}: stopped; no job of this sweep was left"
+                );
             } else {
-                eprintln!(
+                let _ = writeln!(
+                    err,
                     "launchguard: sweep: {name}: stopped; cancelled this sweep's jobs {}",
                     ids.join(",")
                 );

@@ -23,9 +23,9 @@ pub struct Limits {
     pub max_output: usize,
     /// After the child exits, how long to keep reading pipes that a grandchild still holds open.
     pub linger: Duration,
-    /// Told the child's pid with `true` once it is spawned and with `false` once it is reaped (on
-    /// every return): while the pid is announced and not yet withdrawn it names this child (unreaped,
-    /// it cannot be reused), so a caller's signal handler thread may kill it. `None`: nobody is told.
+    /// Told the child's pid with `true` once it is spawned and with `false` right after it is reaped
+    /// (on every path): until then the pid names this child (an unreaped child's pid cannot be
+    /// reused), so another thread of the caller may signal it while announced. `None`: nobody is told.
     pub on_child: Option<fn(u32, bool)>,
 }
 
@@ -249,11 +249,20 @@ pub fn run(
     if let Some(f) = limits.on_child {
         f(pid, true);
     }
-    let status = wait_for(&mut child, input, limits, &mut on_line, start, program);
-    if let Some(f) = limits.on_child {
-        f(pid, false);
-    }
-    let (status, out, err, timed_out) = status?;
+    let withdraw = || {
+        if let Some(f) = limits.on_child {
+            f(pid, false);
+        }
+    };
+    let (status, out, err, timed_out) = wait_for(
+        &mut child,
+        input,
+        limits,
+        &mut on_line,
+        start,
+        program,
+        &withdraw,
+    )?;
     Ok(Finished {
         status,
         stdout: out,
@@ -273,6 +282,7 @@ fn wait_for(
     on_line: &mut Option<&mut dyn FnMut(&str)>,
     start: Instant,
     program: String,
+    withdraw: &dyn Fn(),
 ) -> Result<(Option<ExitStatus>, Vec<u8>, Vec<u8>, bool), RunError> {
     let mut stdin = child.stdin.take();
     let mut pending = input.unwrap_or_default();
@@ -320,6 +330,7 @@ fn wait_for(
             Err(source) => {
                 let _ = child.kill();
                 let _ = child.wait();
+                withdraw();
                 return Err(RunError::Wait { program, source });
             }
         }
@@ -347,6 +358,7 @@ fn wait_for(
             sleep = (sleep * 2).min(Duration::from_millis(5));
         }
     };
+    withdraw();
     drop(stdin);
     // What the pipes still hold after the exit; bounded, as a grandchild may keep them open.
     let until = Instant::now() + limits.linger;

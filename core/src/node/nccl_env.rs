@@ -1,7 +1,9 @@
 //! `node.nccl_env.*`: NCCL/libfabric variables set node-wide (`/etc/environment`, `/etc/profile.d/*.sh`,
-//! enroot's `environ.d/*.env`), judged with the same rules as the plugin's `launch.nccl_env` (`docs/field-rules.md`,
-//! "NCCL variables for the fabric": IB-era `NCCL_IB_*`/`NCCL_NET_GDR_LEVEL` on an EFA cluster silently fall back to TCP). Every
-//! job on the node inherits these, so one stale line slows every job; it is a WARNING (not a drain):
+//! enroot's `environ.d/*.env`), judged with the same rules as the plugin's `launch.nccl_env`
+//! (`docs/field-rules.md`, "NCCL variables for the fabric": on an EFA cluster `NCCL_NET=IB`/`Socket`
+//! or another net plugin send NCCL to TCP or a failed start, and `NCCL_IB_*` marks an environment
+//! carried over from IB). Every job on the node inherits these, so one stale line slows every job; it
+//! is a WARNING (not a drain):
 //! the step-level check tells users at srun.
 
 use super::{quote, Outcome, Status};
