@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::children;
 use crate::slurm;
 
 #[derive(Default)]
@@ -40,16 +41,7 @@ static OWNED: Mutex<Owned> = Mutex::new(Owned {
     unsure: false,
 });
 static EXITING: AtomicBool = AtomicBool::new(false);
-/// Pids of the Slurm clients running now (see [`child`]).
-static CHILDREN: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
-/// Set (under the CHILDREN lock) once the signal thread killed the clients: a client the sweep's
-/// other threads start later is killed the moment it is announced.
-static KILLING: AtomicBool = AtomicBool::new(false);
 
-thread_local! {
-    /// True on the signal thread, whose own squeue and scancel must run.
-    static SIGNAL_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 fn owned() -> std::sync::MutexGuard<'static, Owned> {
@@ -83,32 +75,6 @@ pub fn release(id: &str) {
 /// refused after a timeout): its job, if slurmctld accepted one, is found by name at cleanup.
 pub fn unsure() {
     owned().unsure = true;
-}
-
-/// The process runner's [`launchguard_core::host::process::Limits::on_child`] hook for every Slurm
-/// client the sweep runs: `running` is true from the spawn to the reaping.
-pub fn child(pid: u32, running: bool) {
-    let mut c = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-    if running {
-        c.insert(pid);
-        if KILLING.load(Ordering::SeqCst) && !SIGNAL_THREAD.with(|t| t.get()) {
-            launchguard_core::host::process::sigkill(pid);
-        }
-    } else {
-        c.remove(&pid);
-    }
-}
-
-/// Kills the Slurm clients still running, and every one started from now on by another thread;
-/// returns how many were running. The lock is held while killing, so no pid is withdrawn (and
-/// reaped, and reused) in between.
-fn kill_children() -> usize {
-    let c = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-    KILLING.store(true, Ordering::SeqCst);
-    for &pid in c.iter() {
-        launchguard_core::host::process::sigkill(pid);
-    }
-    c.len()
 }
 
 /// Whether a signal asked us to stop (no new jobs are submitted then).
@@ -254,7 +220,7 @@ fn install_signal_thread() {
     };
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            SIGNAL_THREAD.with(|t| t.set(true));
+            children::on_signal_thread();
             EXITING.store(true, Ordering::SeqCst);
             // A submission in flight prints its job ID within milliseconds; a hung one is found by
             // name below.
@@ -264,7 +230,7 @@ fn install_signal_thread() {
             }
             // What is still running cannot submit after we are gone; a request it had already sent
             // is handled by slurmctld within this second and then found by name below.
-            if kill_children() > 0 {
+            if children::kill_all() > 0 {
                 std::thread::sleep(Duration::from_secs(1));
             }
             let name = match sig {

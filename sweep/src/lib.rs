@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check_sweep;
+pub mod children;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;

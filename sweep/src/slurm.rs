@@ -46,7 +46,7 @@ fn run_inner(
     on_line: Option<&mut dyn FnMut(&str)>,
 ) -> Result<Output, String> {
     let limits = Limits {
-        on_child: Some(crate::cleanup::child),
+        on_child: Some(crate::children::child),
         ..Limits::slurm_client(timeout)
     };
     let f = process::run(cmd, None, &limits, on_line).map_err(|e| e.to_string())?;
