@@ -20,6 +20,12 @@ use tracing_subscriber::prelude::*;
 /// `tracing::error!(target: CRITICAL, …)`.
 pub const CRITICAL: &str = "launchguard::critical";
 
+/// Whether systemd runs this machine: `/run/systemd/system` is a directory, the test sd_booted(3)
+/// uses. The advice the CLI and the agent give (systemctl, or running the agent by hand) follows it.
+pub fn systemd_booted() -> bool {
+    std::path::Path::new("/run/systemd/system").is_dir()
+}
+
 /// `MESSAGE_ID`s of the agent's journal entries (generated once with `systemd-id128 new`; never
 /// change one: sites filter and alert on them).
 pub mod message_id {

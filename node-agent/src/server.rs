@@ -445,7 +445,7 @@ pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
             return Err(format!(
                 "another agent is listening on {}; {}",
                 path.display(),
-                already_running_hint(std::path::Path::new("/run/systemd/system").is_dir())
+                already_running_hint(crate::logging::systemd_booted())
             ));
         }
         std::fs::remove_file(path)
@@ -459,7 +459,7 @@ pub fn bind(path: &std::path::Path, mode: u32) -> Result<UnixListener, String> {
 }
 
 /// What to do when another agent holds the socket: stop that one the way it was started (systemd's
-/// unit where systemd runs the machine, sd_booted(3)'s test; otherwise the process itself), or give
+/// unit where systemd runs the machine; otherwise the process itself), or give
 /// this one its own socket.
 fn already_running_hint(systemd: bool) -> &'static str {
     if systemd {

@@ -37,7 +37,7 @@ pub fn ask(socket: &std::path::Path, request: &str) -> Result<String, String> {
             socket.display(),
             unreachable_hint(
                 e.kind(),
-                std::path::Path::new("/run/systemd/system").is_dir(),
+                crate::logging::systemd_booted(),
                 nix::unistd::geteuid().is_root()
             )
         )
@@ -57,7 +57,7 @@ pub fn ask(socket: &std::path::Path, request: &str) -> Result<String, String> {
 }
 
 /// What to do when the agent's socket cannot be reached: the advice depends on whether systemd runs
-/// this machine (`/run/systemd/system` exists, the test sd_booted(3) uses) and on who asks.
+/// this machine ([`crate::logging::systemd_booted`]) and on who asks.
 fn unreachable_hint(kind: std::io::ErrorKind, systemd: bool, root: bool) -> String {
     if kind == std::io::ErrorKind::PermissionDenied && !root {
         return "the socket's mode shuts this user out; run `launchguard status` as root".into();

@@ -41,7 +41,6 @@ static OWNED: Mutex<Owned> = Mutex::new(Owned {
     unsure: false,
 });
 static EXITING: AtomicBool = AtomicBool::new(false);
-
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 fn owned() -> std::sync::MutexGuard<'static, Owned> {

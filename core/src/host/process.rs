@@ -254,36 +254,6 @@ pub fn run(
             f(pid, false);
         }
     };
-    let (status, out, err, timed_out) = wait_for(
-        &mut child,
-        input,
-        limits,
-        &mut on_line,
-        start,
-        program,
-        &withdraw,
-    )?;
-    Ok(Finished {
-        status,
-        stdout: out,
-        stderr: err,
-        timed_out,
-        elapsed: start.elapsed(),
-    })
-}
-
-/// Everything [`run`] does between the spawn and the reaping: stdin fed, pipes drained, the
-/// deadline kept. Returns the exit status, the kept stdout and stderr, and whether it timed out.
-#[allow(clippy::type_complexity)]
-fn wait_for(
-    child: &mut std::process::Child,
-    input: Option<&[u8]>,
-    limits: &Limits,
-    on_line: &mut Option<&mut dyn FnMut(&str)>,
-    start: Instant,
-    program: String,
-    withdraw: &dyn Fn(),
-) -> Result<(Option<ExitStatus>, Vec<u8>, Vec<u8>, bool), RunError> {
     let mut stdin = child.stdin.take();
     let mut pending = input.unwrap_or_default();
     if let Some(s) = &stdin {
@@ -323,7 +293,7 @@ fn wait_for(
                 }
             }
         }
-        let read = out.pump(on_line) | err.pump(&mut None);
+        let read = out.pump(&mut on_line) | err.pump(&mut None);
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) => {}
@@ -364,7 +334,7 @@ fn wait_for(
     let until = Instant::now() + limits.linger;
     let mut sleep = Duration::from_micros(50);
     while out.pipe.is_some() || err.pipe.is_some() {
-        let read = out.pump(on_line) | err.pump(&mut None);
+        let read = out.pump(&mut on_line) | err.pump(&mut None);
         if Instant::now() >= until {
             break;
         }
@@ -373,8 +343,14 @@ fn wait_for(
             sleep = (sleep * 2).min(Duration::from_millis(5));
         }
     }
-    out.flush(on_line);
-    Ok((status, out.kept, err.kept, timed_out))
+    out.flush(&mut on_line);
+    Ok(Finished {
+        status,
+        stdout: out.kept,
+        stderr: err.kept,
+        timed_out,
+        elapsed: start.elapsed(),
+    })
 }
 
 #[cfg(test)]
