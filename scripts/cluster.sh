@@ -67,12 +67,9 @@ install_packages() {
   ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]} (apt-get)"
-    apt_get update
-    apt_get install "${need[@]}"
+    apt_install "${need[@]}"
   fi
 }
-
-apt_install() { apt_get update && apt_get install "$@"; }
 
 # arm64: qemu-user registered with binfmt_misc (with the F flag, so binaries in the chroot run without
 # a qemu inside it), the cross linker and libc headers, and the Rust target.
@@ -97,7 +94,7 @@ cross_tools() {
 make_chroot() {
   [ -n "$R" ] || return 0
   if [ ! -x "$R/usr/bin/apt-get" ]; then
-    command -v debootstrap >/dev/null || { apt_get update; apt_get install debootstrap; }
+    command -v debootstrap >/dev/null || apt_install debootstrap
     local mirror
     mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
     # Into $R.tmp, renamed when complete: an interrupted debootstrap is redone, never half-used.

@@ -70,8 +70,7 @@ install_packages() {
   command -v srun >/dev/null || need+=(slurm-client)
   if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]} (apt-get)"
-    apt_get update
-    apt_get install "${need[@]}"
+    apt_install "${need[@]}"
   fi
 }
 

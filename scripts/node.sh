@@ -34,10 +34,6 @@ log() { printf 'node: %s\n' "$*" >&2; }
 die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap, systemd-nspawn, nsenter)"
 
-apt_install() {
-  log "installing $* (apt-get)"
-  apt_get update && apt_get install "$@"
-}
 
 # The cached rootfs: built in $CACHE.tmp and renamed when complete, so an interrupted build is redone.
 build_rootfs() {
@@ -45,7 +41,7 @@ build_rootfs() {
   local need=()
   command -v debootstrap >/dev/null || need+=(debootstrap)
   command -v systemd-nspawn >/dev/null || need+=(systemd-container)
-  [ ${#need[@]} = 0 ] || apt_install "${need[@]}"
+  [ ${#need[@]} = 0 ] || { log "installing ${need[*]} (apt-get)"; apt_install "${need[@]}"; }
   local T=$CACHE.tmp mirror
   mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
   rm -rf "$T"

@@ -63,8 +63,7 @@ done
 if [ -n "$RUST_TARGET" ]; then
   if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/include/stdio.h ]; then
     log "installing gcc-aarch64-linux-gnu libc6-dev-arm64-cross (apt-get; needs root)"
-    apt_get update || die "apt-get update failed"
-    apt_get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross || die "installing the aarch64 cross gcc failed"
+    apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross || die "installing the aarch64 cross gcc failed"
   fi
   rustup target list --installed 2>/dev/null | grep -qx "$RUST_TARGET" || rustup target add "$RUST_TARGET"
 fi

@@ -39,7 +39,7 @@ apt_need() {
   for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
   [ ${#need[@]} -eq 0 ] && return 0
   log "installing ${need[*]} (apt-get)"
-  apt_get update && apt_get install "${need[@]}"
+  apt_install "${need[@]}"
 }
 
 cmd_build() {

@@ -31,6 +31,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. "$ROOT/scripts/lib/apt.sh"
 [ "$(id -u)" = 0 ] || { echo "test-node: run as root" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/launchguard-test-node.XXXXXX)
 NODE_ROOT=/run/lg-node/root
@@ -109,7 +110,7 @@ agent_pid() { N systemctl show -p MainPID --value launchguard-agent; }
 status_json() { N launchguard status --json 2>/dev/null || true; } # (exits 1 on a WARNING run)
 
 stage "0. packages and the node"
-command -v python3 >/dev/null || { apt-get -o DPkg::Lock::Timeout=900 update -qq; DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq python3 >/dev/null; }
+command -v python3 >/dev/null || apt_install python3
 if [ -n "${LG_NODE_DEB:-}" ]; then
   DEB1=$LG_NODE_DEB
 else

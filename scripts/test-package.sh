@@ -90,8 +90,7 @@ command -v cpio >/dev/null || need+=(cpio)
 command -v man >/dev/null || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
   echo "test-package: installing ${need[*]} (apt-get)" >&2
-  apt_get update
-  apt_get install "${need[@]}"
+  apt_install "${need[@]}"
 fi
 
 # The one-node cluster must be up (scripts/test.sh starts it; standalone runs start it here).

@@ -12,3 +12,11 @@ apt_get() {
     apt-get -o DPkg::Lock::Timeout=900 -y -qq "$@" \
     2> >(grep -v 'apt-utils is not installed' >&2) >/dev/null
 }
+
+# apt_install PKG…: `apt-get update`, then install PKG… (nothing when none is given). Returns non-zero
+# when either fails, also where the caller's `set -e` would not act (a failing update in an `&&` list).
+apt_install() {
+  [ $# -gt 0 ] || return 0
+  apt_get update || return 1
+  apt_get install "$@"
+}
