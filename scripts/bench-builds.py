@@ -21,15 +21,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench import plugstack_dropin, trimmed  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def trimmed(xs, cut=0.2):
-    """Mean of the middle values, `cut` dropped at each end (ms)."""
-    xs = sorted(xs)
-    k = int(len(xs) * cut)
-    mid = xs[k:len(xs) - k] or xs
-    return sum(mid) / len(mid)
 
 
 def timed(argv):
@@ -54,26 +49,8 @@ def main() -> int:
                 sys.exit(f"bench-builds: {p} missing: build with cargo build --release -p launchguard -p spank-launchguard")
         builds[name] = (os.path.abspath(lg), os.path.abspath(so))
 
-    def listed(which):
-        tmp = a.dropin + ".tmp"
-        if which is None:
-            if os.path.exists(a.dropin):
-                os.remove(a.dropin)
-            return
-        with open(tmp, "w") as f:
-            f.write(f"required {builds[which][1]} {a.args}\n")
-        os.replace(tmp, a.dropin)
-
-    saved = open(a.dropin).read() if os.path.exists(a.dropin) else None
-    try:
-        return bench(a, builds, listed)
-    finally:
-        if saved is None:
-            listed(None)
-        else:
-            with open(a.dropin + ".tmp", "w") as f:
-                f.write(saved)
-            os.replace(a.dropin + ".tmp", a.dropin)
+    with plugstack_dropin(a.dropin) as put:  # put back as it was at the end
+        return bench(a, builds, lambda which: put(None if which is None else f"required {builds[which][1]} {a.args}\n"))
 
 
 def bench(a, builds, listed) -> int:

@@ -14,6 +14,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench import plugstack_dropin, trimmed  # noqa: E402
+
 PLUGIN = "/usr/local/lib/launchguard/spank_launchguard.so"
 
 
@@ -36,25 +39,8 @@ def main() -> int:
     srun = a.srun.split()
     line = f"required {a.plugin} {a.args}\n"
 
-    def listed(on: bool) -> None:
-        tmp = a.dropin + ".tmp"
-        if on:
-            with open(tmp, "w") as f:
-                f.write(line)
-            os.replace(tmp, a.dropin)
-        elif os.path.exists(a.dropin):
-            os.remove(a.dropin)
-
-    saved = open(a.dropin).read() if os.path.exists(a.dropin) else None
-    try:
-        return bench(a, srun, listed)
-    finally:  # leave plugstack as it was
-        if saved is None:
-            listed(False)
-        else:
-            with open(a.dropin + ".tmp", "w") as f:
-                f.write(saved)
-            os.replace(a.dropin + ".tmp", a.dropin)
+    with plugstack_dropin(a.dropin) as put:  # put back as it was at the end
+        return bench(a, srun, lambda on: put(line if on else None))
 
 
 def bench(a, srun, listed) -> int:
@@ -86,14 +72,6 @@ def bench(a, srun, listed) -> int:
         to, tw = trimmed(off), trimmed(on)
         print(f"{'srun -n' + str(n) + ' true':<16}{mo:>10.2f}{mw:>10.2f}{mw / mo:>8.3f}{to:>11.2f}{tw:>11.2f}{tw / to:>8.3f}")
     return 0
-
-
-def trimmed(xs, cut=0.2):
-    """Mean of the middle values, `cut` dropped at each end (ms)."""
-    xs = sorted(xs)
-    k = int(len(xs) * cut)
-    mid = xs[k:len(xs) - k] or xs
-    return sum(mid) / len(mid)
 
 
 if __name__ == "__main__":
