@@ -1,7 +1,8 @@
 //! `launchguard`: the per-node agent (`launchguard agent`) and the admin CLI, as a library so that
 //! fuzz targets and benchmarks reach the parsers; `main.rs` only calls [`run_cli`].
-//! No `unsafe` (forbidden): the agent reaches the system through std, nix and tokio.
-#![forbid(unsafe_code)]
+//! No `unsafe` (denied) but in `gather::nvml_fabric`, the one NVML call nvml-wrapper does not wrap;
+//! otherwise the agent reaches the system through std, nix, nvml-wrapper and tokio.
+#![deny(unsafe_code)]
 
 pub mod agent;
 pub mod check_args;
@@ -10,6 +11,7 @@ pub mod config;
 pub mod docs;
 pub mod explain;
 pub mod gather;
+pub mod gpu_cmd;
 pub mod health;
 pub mod logging;
 pub mod metrics;
@@ -45,6 +47,10 @@ enum Command {
     /// Run the node checks once, here, and print a table (or --json). Exit codes: 0 OK, 1 WARNING,
     /// 2 CRITICAL, 3 UNKNOWN.
     Check(check_cmd::CheckArgs),
+    /// Show what NVML says about this node's GPUs: driver and CUDA versions, each GPU's PCI bus
+    /// ID and NVLink fabric registration, and whether the node is in a multi-node NVLink domain.
+    /// Exit codes: 0 answered (or no NVIDIA GPU), 3 NVML unusable or hung.
+    Gpu(gpu_cmd::Args),
     /// Ask the running agent for its last check results and recent launch reports (root).
     Status(status_cmd::Args),
     /// List every check ID with a description and whether it is enabled.
@@ -76,6 +82,7 @@ pub fn run_cli() -> ExitCode {
         Command::Explain(a) => explain::run(&a),
         Command::Check(a) => check_cmd::check(&a),
         Command::Status(a) => status_cmd::run(&a),
+        Command::Gpu(a) => gpu_cmd::run(&a),
         Command::ListChecks(a) => check_cmd::list(&a),
         Command::Health(a) => health::run(&a),
         Command::CheckArgs(a) => check_args::run(&a),

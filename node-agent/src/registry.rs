@@ -145,10 +145,23 @@ fn devices(ctx: &Ctx) -> FamilyResult {
     }
 }
 
-fn imex(ctx: &Ctx) -> FamilyResult {
+fn gpu(ctx: &Ctx) -> FamilyResult {
+    let f = gather::gpu::gather(ctx);
     FamilyResult {
-        outcomes: launchguard_core::node::imex::judge(&gather::imex::gather(ctx)),
-        facts: vec![],
+        outcomes: launchguard_core::node::gpu::judge(&f),
+        facts: launchguard_core::node::gpu::facts(&f),
+    }
+}
+
+fn imex(ctx: &Ctx) -> FamilyResult {
+    let f = gather::imex::gather(ctx);
+    FamilyResult {
+        outcomes: launchguard_core::node::imex::judge(&f),
+        // Whether the IMEX checks judged this node, and why (an H200 is not an MNNVL node).
+        facts: vec![(
+            "imex",
+            launchguard_core::node::imex::scope(&f).unwrap_or_else(|e| e),
+        )],
     }
 }
 
@@ -216,6 +229,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "devices",
         run: devices,
+    },
+    Family {
+        name: "gpu",
+        run: gpu,
     },
     Family {
         name: "imex",

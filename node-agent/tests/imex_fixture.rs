@@ -1,16 +1,19 @@
 //! `node.imex.*` on fixture trees: the gatherer reads a temporary `/proc`, `/dev` and `/etc` laid out
 //! like a GB300 node's (the `nvidia-caps-imex-channels` line in `/proc/devices`, a real character
 //! device node for channel 0 made with mknod, `nvidia-imex` in a `/proc/<pid>/comm`, the IMEX config
-//! and node list), and each fault is made by changing one file. Needs root (mknod), as the agent does.
+//! and node list), and each fault is made by changing one file. What NVML says of the node's NVLink
+//! domain is canned (a GB300 in a domain unless a test says otherwise). Needs root (mknod), as the
+//! agent does.
 
 use launchguard::gather::imex::{gather_at, Roots};
+use launchguard_core::node::gpu::Mnnvl;
 use launchguard_core::node::imex::judge;
 use launchguard_core::node::Status;
 use nix::sys::stat::{makedev, mknod, Mode, SFlag};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-struct Tree(PathBuf);
+struct Tree(PathBuf, Mnnvl);
 
 impl Drop for Tree {
     fn drop(&mut self) {
@@ -31,7 +34,7 @@ impl Tree {
         ] {
             fs::create_dir_all(root.join(d)).unwrap();
         }
-        let t = Tree(root);
+        let t = Tree(root, Mnnvl::Member(DOMAIN.into()));
         t.write("proc/devices", "Character devices:\n  1 mem\n195 nvidia\n234 nvidia-caps-imex-channels\n235 nvidia-caps\n\nBlock devices:\n  8 sd\n");
         t.write("proc/4242/comm", "nvidia-imex\n");
         t.write("proc/4243/comm", "nvidia-imex-ctl\n");
@@ -74,12 +77,14 @@ impl Tree {
     }
 
     fn status(&self) -> Vec<(&'static str, Status, String)> {
-        judge(&gather_at(&self.roots()))
+        judge(&gather_at(&self.roots(), self.1.clone()))
             .into_iter()
             .map(|o| (o.id, o.status, o.message()))
             .collect()
     }
 }
+
+const DOMAIN: &str = "5f1e2d3c4b5a69788796a5b4c3d2e1f0/7";
 
 fn bad(t: &Tree) -> Vec<String> {
     t.status()
@@ -92,7 +97,7 @@ fn bad(t: &Tree) -> Vec<String> {
 #[test]
 fn a_healthy_gb300_tree_passes_every_check() {
     let t = Tree::new("healthy");
-    let f = gather_at(&t.roots());
+    let f = gather_at(&t.roots(), t.1.clone());
     assert_eq!(f.major, Some(234));
     assert_eq!(f.daemons, vec![4242], "nvidia-imex-ctl is not the daemon");
     assert_eq!(f.channels.len(), 1);
@@ -106,7 +111,7 @@ fn a_stopped_daemon_is_one_line_with_the_fix() {
     fs::remove_dir_all(t.p("proc/4242")).unwrap();
     assert_eq!(
         bad(&t),
-        vec!["launchguard: node.imex.service: the NVIDIA driver offers IMEX channels (multi-node NVLink) but no nvidia-imex daemon runs; \
+        vec!["launchguard: node.imex.service: this node's GPUs are in multi-node NVLink domain 5f1e2d3c4b5a69788796a5b4c3d2e1f0/7 but no nvidia-imex daemon runs; \
               GPU memory cannot be shared across nodes, so NCCL cannot use multi-node NVLink and jobs spanning nodes fail at CUDA/NCCL init or fall back to the network; \
               systemctl enable --now nvidia-imex, then check it with nvidia-imex-ctl -q (READY) and journalctl -u nvidia-imex"
             .to_string()]
@@ -177,4 +182,23 @@ fn a_node_whose_driver_offers_no_imex_is_not_judged() {
     fs::remove_dir_all(t.p("dev/nvidia-caps-imex-channels")).unwrap();
     assert!(bad(&t).is_empty());
     assert!(Path::new(&t.p("proc")).exists());
+}
+
+#[test]
+fn a_node_outside_any_nvlink_domain_is_not_judged_even_with_the_imex_major() {
+    // What a current driver shows on an H100/H200 without NVSwitch: the IMEX channel major in
+    // /proc/devices and nothing else of IMEX.
+    let mut t = Tree::new("h200");
+    t.1 = Mnnvl::No("GPU fabric not supported on 1 of 1 GPU(s) (NVIDIA H200)".into());
+    t.write(
+        "proc/devices",
+        "Character devices:\n195 nvidia\n242 nvidia-caps-imex-channels\n",
+    );
+    fs::remove_dir_all(t.p("proc/4242")).unwrap();
+    fs::remove_dir_all(t.p("dev/nvidia-caps-imex-channels")).unwrap();
+    fs::remove_dir_all(t.p("etc/nvidia-imex")).unwrap();
+    assert!(bad(&t).is_empty(), "{:?}", bad(&t));
+    // The same node once NVML puts its GPUs in a domain: both faults are seen.
+    t.1 = Mnnvl::Member(DOMAIN.into());
+    assert_eq!(bad(&t).len(), 2, "{:?}", bad(&t));
 }

@@ -46,6 +46,9 @@ pub struct HostFacts {
     /// The host's IMEX channel files (`channelN` in `/dev/nvidia-caps-imex-channels`), when
     /// [`HostFacts::imex_major`] is known.
     pub imex_channels: Vec<String>,
+    /// Whether the host has the site's IMEX config (`/etc/nvidia-imex/config.cfg`), when
+    /// [`HostFacts::imex_major`] is known.
+    pub imex_config: bool,
 }
 
 /// The IMEX facts of the host: the major of `nvidia-caps-imex-channels` in `<proc>/devices` and the
@@ -147,9 +150,11 @@ pub fn gather(roots: &Roots, policy: &Policy, label: &str, step_has_gpus: bool) 
     } else {
         (None, vec![])
     };
+    let imex_config = imex_major.is_some() && roots.etc.join("nvidia-imex/config.cfg").exists();
     HostFacts {
         imex_major,
         imex_channels,
+        imex_config,
         gpu_files,
         gres_files: g.all_files,
         mig: g.multiple_files || roots.dev.join("nvidia-caps").exists(),

@@ -13,9 +13,15 @@
 //!   `/dev/nvidia-caps-imex-channels/channelN` with `mknod` (not persistent across reboots), and
 //!   without a channel the CUDA calls that import fabric memory fail with a permission error.
 //!
-//! Every check passes on a node whose driver registers no `nvidia-caps-imex-channels` (not an MNNVL
-//! system). Gathering: `node-agent/src/gather/imex.rs` (root paths configurable for fixture trees).
+//! Which nodes are judged: a current NVIDIA driver registers `nvidia-caps-imex-channels` on every
+//! GPU node (an H100 or H200 without NVSwitch has it too), so the driver's device alone does not make
+//! a node an MNNVL node. The checks judge a node only when it is one: its GPUs completed their NVLink
+//! fabric registration into a multi-node domain (NVML's GPU fabric info: a non-zero cluster UUID, the
+//! rule NCCL follows, [`super::gpu::mnnvl`]), or the site set IMEX up on it (`config.cfg` present or
+//! an `nvidia-imex` process running). Every other node passes and says why in the `imex` fact
+//! ([`scope`]). Gathering: `node-agent/src/gather/imex.rs` (root paths configurable for fixture trees).
 
+use super::gpu::Mnnvl;
 use super::{Outcome, Status};
 
 /// Check IDs and descriptions of this family.
@@ -73,6 +79,42 @@ pub struct ImexFacts {
     pub config_present: bool,
     /// The node list, when the configuration exists.
     pub nodes: Option<NodesFile>,
+    /// Whether NVML puts this node's GPUs in a multi-node NVLink domain.
+    pub mnnvl: Mnnvl,
+}
+
+/// Whether the IMEX checks judge this node: `Ok(why)` when they do, `Err(why not)` when it passes
+/// unjudged. Judged: the driver offers IMEX channels and either NVML puts the GPUs in a multi-node
+/// NVLink domain or the site set IMEX up (config or daemon).
+pub fn scope(f: &ImexFacts) -> Result<String, String> {
+    let Some(major) = f.major else {
+        return Err("not judged: the NVIDIA driver offers no IMEX channels".into());
+    };
+    if let Mnnvl::Member(d) = &f.mnnvl {
+        return Ok(format!(
+            "judged: the GPUs are in multi-node NVLink domain {d} (NVML fabric info)"
+        ));
+    }
+    if !f.daemons.is_empty() || f.config_present {
+        return Ok(format!(
+            "judged: the site set IMEX up ({}), driver major {major}",
+            if f.daemons.is_empty() {
+                CONFIG_FILE
+            } else {
+                "nvidia-imex runs"
+            }
+        ));
+    }
+    Err(match &f.mnnvl {
+        Mnnvl::No(why) => format!("not judged: not a multi-node NVLink node ({why})"),
+        Mnnvl::Pending(st) => format!(
+            "not judged: NVLink fabric registration {st} (node.gpu.fabric) and no IMEX set up"
+        ),
+        Mnnvl::Unknown(why) => {
+            format!("not judged: no IMEX set up and NVML cannot say whether this is a multi-node NVLink node ({why})")
+        }
+        Mnnvl::Member(_) => unreachable!("handled above"),
+    })
 }
 
 /// `IMEX_NODE_CONFIG_FILE=…` of an IMEX `config.cfg` (`KEY=VALUE` lines, `#` comments), or
@@ -116,8 +158,12 @@ fn mknod_fix(major: u32) -> String {
 
 /// Judges the IMEX family: one outcome per ID of [`CHECKS`].
 pub fn judge(f: &ImexFacts) -> Vec<Outcome> {
-    let Some(major) = f.major else {
+    let (Some(major), Ok(_)) = (f.major, scope(f)) else {
         return CHECKS.iter().map(|(id, _)| Outcome::ok(id)).collect();
+    };
+    let member = match &f.mnnvl {
+        Mnnvl::Member(d) => format!("this node's GPUs are in multi-node NVLink domain {d}"),
+        _ => "IMEX is set up on this node".to_string(),
     };
     const WHY_SERVICE: &str =
         "GPU memory cannot be shared across nodes, so NCCL cannot use multi-node NVLink \
@@ -128,9 +174,7 @@ pub fn judge(f: &ImexFacts) -> Vec<Outcome> {
         Outcome::new(
             "node.imex.service",
             Status::Critical,
-            format!(
-                "the NVIDIA driver offers IMEX channels (multi-node NVLink) but no nvidia-imex daemon runs and {CONFIG_FILE} is missing"
-            ),
+            format!("{member} but no nvidia-imex daemon runs and {CONFIG_FILE} is missing"),
             WHY_SERVICE,
             "install the nvidia-imex package matching the driver, list the rack's node IPs in /etc/nvidia-imex/nodes_config.cfg, then systemctl enable --now nvidia-imex",
         )
@@ -138,7 +182,7 @@ pub fn judge(f: &ImexFacts) -> Vec<Outcome> {
         Outcome::new(
             "node.imex.service",
             Status::Critical,
-            "the NVIDIA driver offers IMEX channels (multi-node NVLink) but no nvidia-imex daemon runs",
+            format!("{member} but no nvidia-imex daemon runs"),
             WHY_SERVICE,
             "systemctl enable --now nvidia-imex, then check it with nvidia-imex-ctl -q (READY) and journalctl -u nvidia-imex",
         )
@@ -208,7 +252,71 @@ mod tests {
                 path: DEFAULT_NODES_FILE.into(),
                 nodes: Ok(18),
             }),
+            mnnvl: Mnnvl::Member("5f1e2d3c4b5a69788796a5b4c3d2e1f0/7".into()),
         }
+    }
+
+    /// An H100/H200 without NVSwitch and a current driver: the IMEX major is registered, nothing
+    /// else of IMEX exists, NVML says the GPU fabric is not supported.
+    fn h200() -> ImexFacts {
+        ImexFacts {
+            major: Some(242),
+            channels: vec![],
+            daemons: vec![],
+            config_present: false,
+            nodes: None,
+            mnnvl: Mnnvl::No("GPU fabric not supported on 1 of 1 GPU(s) (NVIDIA H200)".into()),
+        }
+    }
+
+    #[test]
+    fn an_h200_with_the_imex_major_but_no_nvlink_domain_is_not_judged() {
+        let f = h200();
+        assert!(
+            judge(&f).iter().all(|o| o.status == Status::Ok),
+            "{:?}",
+            judge(&f)
+        );
+        let why = scope(&f).unwrap_err();
+        assert!(why.contains("not a multi-node NVLink node"), "{why}");
+        // NVML unavailable and nothing of IMEX set up: not judged either (node.gpu.nvml says why).
+        let f = ImexFacts {
+            mnnvl: Mnnvl::Unknown("NVML unavailable".into()),
+            ..h200()
+        };
+        assert!(judge(&f).iter().all(|o| o.status == Status::Ok));
+    }
+
+    #[test]
+    fn a_gb300_in_an_nvlink_domain_without_imex_is_critical() {
+        let f = ImexFacts {
+            mnnvl: Mnnvl::Member("5f1e2d3c4b5a69788796a5b4c3d2e1f0/7".into()),
+            ..h200()
+        };
+        let out = judge(&f);
+        assert_eq!(status(&out, "node.imex.service"), Status::Critical);
+        assert_eq!(status(&out, "node.imex.channel"), Status::Critical);
+        assert!(
+            out[0].what.contains("multi-node NVLink domain 5f1e"),
+            "{}",
+            out[0].what
+        );
+        assert!(scope(&f).unwrap().starts_with("judged"));
+    }
+
+    #[test]
+    fn a_node_where_the_site_set_imex_up_is_judged_whatever_nvml_says() {
+        let f = ImexFacts {
+            config_present: true,
+            nodes: Some(NodesFile {
+                path: DEFAULT_NODES_FILE.into(),
+                nodes: Ok(0),
+            }),
+            ..h200()
+        };
+        let out = judge(&f);
+        assert_eq!(status(&out, "node.imex.nodes_config"), Status::Critical);
+        assert_eq!(status(&out, "node.imex.service"), Status::Critical);
     }
 
     fn status(out: &[Outcome], id: &str) -> Status {
@@ -232,6 +340,7 @@ mod tests {
             daemons: vec![],
             config_present: false,
             nodes: None,
+            mnnvl: Mnnvl::Member("x/1".into()),
         };
         assert!(judge(&f).iter().all(|o| o.status == Status::Ok));
     }

@@ -6,6 +6,7 @@
 
 pub mod devices;
 pub mod enroot;
+pub mod gpu;
 pub mod hostname;
 pub mod imex;
 pub mod munge;
@@ -199,6 +200,7 @@ pub fn all_checks() -> Vec<CheckInfo> {
         ("plugstack", plugstack::CHECKS),
         ("nccl_env", nccl_env::CHECKS),
         ("devices", devices::CHECKS),
+        ("gpu", gpu::CHECKS),
         ("imex", imex::CHECKS),
     ] {
         for (id, describe) in list {

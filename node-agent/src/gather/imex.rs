@@ -7,6 +7,7 @@
 //! agent calls [`gather`], which uses the context's ([`Ctx::roots`]).
 
 use super::Ctx;
+use launchguard_core::node::gpu::Mnnvl;
 use launchguard_core::node::imex::{
     count_nodes, major_of, nodes_file_of, Channel, ImexFacts, NodesFile, CHANNEL_DIR, CONFIG_FILE,
 };
@@ -18,7 +19,8 @@ pub use launchguard_core::host::Roots;
 
 /// Gathers the IMEX family's facts from this node.
 pub fn gather(ctx: &Ctx) -> ImexFacts {
-    gather_at(&ctx.roots)
+    let mnnvl = launchguard_core::node::gpu::mnnvl(&super::gpu::gather(ctx));
+    gather_at(&ctx.roots, mnnvl)
 }
 
 /// The Linux device number's major and minor (glibc's `gnu_dev_major`/`gnu_dev_minor` encoding).
@@ -28,8 +30,9 @@ fn split_dev(rdev: u64) -> (u32, u32) {
     (major as u32, minor as u32)
 }
 
-/// Gathers the IMEX family's facts under `roots`.
-pub fn gather_at(roots: &Roots) -> ImexFacts {
+/// Gathers the IMEX family's facts under `roots`; `mnnvl` is what NVML says of the node's NVLink
+/// domain ([`launchguard_core::node::gpu::mnnvl`]).
+pub fn gather_at(roots: &Roots, mnnvl: Mnnvl) -> ImexFacts {
     let devices = super::util::read_text(&roots.proc.join("devices")).unwrap_or_default();
     let major = major_of(&devices, "nvidia-caps-imex-channels");
     let mut channels: Vec<Channel> = std::fs::read_dir(roots.map(CHANNEL_DIR))
@@ -64,6 +67,7 @@ pub fn gather_at(roots: &Roots) -> ImexFacts {
         daemons: daemons(&roots.proc),
         config_present: config_text.is_some() || config.exists(),
         nodes,
+        mnnvl,
     }
 }
 

@@ -8,10 +8,12 @@
 
 pub mod devices;
 pub mod enroot;
+pub mod gpu;
 pub mod hostname;
 pub mod imex;
 pub mod munge;
 pub mod nccl_env;
+mod nvml_fabric;
 pub mod plugstack;
 pub mod pmix;
 pub mod slurm_conf;
@@ -19,6 +21,7 @@ pub mod util;
 
 use crate::config::Config;
 use launchguard_core::host::{short_hostname, Roots};
+use launchguard_core::node::gpu::{GpuFacts, Nvml};
 use launchguard_core::node::slurm_conf::ConfReadError;
 use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
@@ -39,6 +42,11 @@ pub struct Ctx {
     pub pmix_cache: Mutex<Vec<PmixScan>>,
     /// The running Slurm's PlugStackConfig (`scontrol show config`) and when it was asked.
     pub scontrol_plugstack: Mutex<Option<(std::time::Instant, Option<String>)>>,
+    /// Where the GPU facts' NVML part comes from ([`gpu::NvmlSource::System`] but under a fixture
+    /// tree, where it is [`Nvml::NotAsked`] unless a test sets canned facts).
+    pub nvml: gpu::NvmlSource,
+    /// The last GPU facts and when they were gathered (shared by the GPU and IMEX families).
+    pub gpu_cache: Mutex<Option<(std::time::Instant, GpuFacts)>>,
 }
 
 impl Ctx {
@@ -51,10 +59,16 @@ impl Ctx {
     pub fn with_roots(cfg: Config, roots: Roots) -> Ctx {
         Ctx {
             cfg,
-            roots,
+            roots: roots.clone(),
             hardware: std::sync::OnceLock::new(),
             pmix_cache: Mutex::new(vec![]),
             scontrol_plugstack: Mutex::new(None),
+            nvml: if roots == Roots::system() {
+                gpu::NvmlSource::System
+            } else {
+                gpu::NvmlSource::Canned(Nvml::NotAsked)
+            },
+            gpu_cache: Mutex::new(None),
         }
     }
 

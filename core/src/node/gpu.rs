@@ -1,0 +1,492 @@
+//! `node.gpu.*`: what the NVIDIA driver says about the node's GPUs, read through NVML (the NVIDIA
+//! Management Library, `libnvidia-ml.so.1`) by the agent and the CLI, never by the plugin (NVML's
+//! start-up cost has no place in srun). Gathering: `node-agent/src/gather/gpu.rs`; this file judges
+//! canned facts.
+//!
+//! Sources:
+//! - NVIDIA, *NVML API Reference Guide*: `nvmlDeviceGetCount_v2`, `nvmlSystemGetDriverVersion`,
+//!   `nvmlSystemGetCudaDriverVersion_v2`, and `nvmlDeviceGetGpuFabricInfo` with its
+//!   `nvmlGpuFabricInfo_t` (`state`: not supported / not started / in progress / completed;
+//!   `status`, meaningful once completed; `clusterUuid` and `cliqueId`, the NVLink domain).
+//! - NVIDIA, *Fabric Manager for NVIDIA NVSwitch Systems User Guide*: on NVSwitch systems the GPUs
+//!   must finish their fabric registration before CUDA can use them (CUDA initialisation fails
+//!   meanwhile), and Fabric Manager (`nvidia-fabricmanager`) drives it.
+//! - NCCL's multi-node NVLink set-up (NCCL source, `mnnvl.cc`) uses a GPU's fabric clique only when
+//!   its registration is completed and its cluster UUID is not all zeros: a zero UUID means the GPU
+//!   is in no multi-node NVLink domain. [`mnnvl`] follows the same rule.
+//! - The PCI IDs: vendor `0x10de` (NVIDIA), class `0x0300` (VGA) or `0x0302` (3D controller), as
+//!   `lspci` shows them; `/proc/driver/nvidia/gpus/<bus id>/` has one directory per GPU the driver
+//!   has bound.
+
+use super::{Outcome, Status};
+
+/// Check IDs and descriptions of this family.
+pub const CHECKS: &[(&str, &str)] = &[
+    (
+        "node.gpu.nvml",
+        "where NVIDIA GPUs are present, NVML (libnvidia-ml.so.1) loads and lists them",
+    ),
+    (
+        "node.gpu.count",
+        "the driver (NVML) has every NVIDIA GPU that is on the PCI bus",
+    ),
+    (
+        "node.gpu.fabric",
+        "on NVSwitch and multi-node NVLink systems, every GPU finished its NVLink fabric registration",
+    ),
+];
+
+/// A GPU's NVLink fabric registration (`nvmlGpuFabricState_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum FabricState {
+    /// The GPU is on no NVLink fabric (PCIe cards, H100/H200 without NVSwitch, older GPUs).
+    NotSupported,
+    /// Registration has not started (Fabric Manager or the NVLink fabric is not up).
+    NotStarted,
+    /// Registration is under way (seconds after boot or a driver load).
+    InProgress,
+    /// Registration ended; [`FabricInfo::status`] says how.
+    Completed,
+}
+
+/// `nvmlGpuFabricInfo_t` of one GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FabricInfo {
+    /// The registration state.
+    pub state: FabricState,
+    /// `None` until [`FabricState::Completed`]; then `Ok(())` for `NVML_SUCCESS`, else the NVML
+    /// error's text (e.g. `Unknown Error`).
+    pub status: Option<Result<(), String>>,
+    /// The NVLink domain's cluster UUID as 32 lower-case hex digits (`000…0`: no multi-node domain).
+    pub cluster_uuid: String,
+    /// The fabric clique (a partition of the domain) this GPU belongs to.
+    pub clique_id: u32,
+}
+
+impl FabricInfo {
+    /// Whether the cluster UUID names a multi-node NVLink domain (not all zeros).
+    pub fn in_domain(&self) -> bool {
+        self.cluster_uuid.bytes().any(|b| b != b'0')
+    }
+
+    /// `<cluster uuid>/<clique id>`: the NVLink domain and clique, equal on every node of one clique.
+    pub fn domain(&self) -> String {
+        format!("{}/{}", self.cluster_uuid, self.clique_id)
+    }
+}
+
+/// One GPU as NVML lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Gpu {
+    /// NVML index (0-based; the order of `nvidia-smi`).
+    pub index: u32,
+    /// Product name, e.g. `NVIDIA H200`.
+    pub name: String,
+    /// `GPU-…` UUID.
+    pub uuid: String,
+    /// PCI bus ID as NVML writes it (`00000000:18:00.0`).
+    pub pci_bus_id: String,
+    /// Fabric information; `Err` when NVML could not answer (the text says why: an old driver
+    /// without the call, an error).
+    pub fabric: Result<FabricInfo, String>,
+}
+
+/// What NVML said on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum Nvml {
+    /// NVML was not asked (a node without NVIDIA GPUs on the PCI bus and no NVIDIA driver).
+    NotAsked,
+    /// `libnvidia-ml.so.1` could not be loaded or initialised: the text says why.
+    Unavailable(String),
+    /// NVML did not answer within the deadline (seconds): a wedged GPU or driver.
+    TimedOut(u64),
+    /// NVML answered.
+    Read {
+        /// `nvmlSystemGetDriverVersion`, e.g. `580.159.03`.
+        driver_version: String,
+        /// `nvmlSystemGetCudaDriverVersion_v2` as `major.minor`, e.g. `13.0`.
+        cuda_driver_version: Option<String>,
+        /// Every GPU NVML lists.
+        gpus: Vec<Gpu>,
+    },
+}
+
+/// Everything the GPU family judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GpuFacts {
+    /// What NVML said.
+    pub nvml: Nvml,
+    /// PCI addresses (`0000:18:00.0`) of NVIDIA display/3D controllers in `/sys/bus/pci/devices`.
+    pub pci: Vec<String>,
+    /// Entries of `/proc/driver/nvidia/gpus/` (`None`: the directory is absent, no NVIDIA driver
+    /// loaded, or a sandbox that hides it).
+    pub proc_gpus: Option<Vec<String>>,
+}
+
+/// Whether this node is part of a multi-node NVLink (MNNVL) domain, as NVML tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mnnvl {
+    /// At least one GPU completed its fabric registration into a domain: `<cluster uuid>/<clique>`.
+    Member(String),
+    /// A GPU is on an NVLink fabric whose registration has not completed (state named): the node
+    /// may be an MNNVL node that is not up yet.
+    Pending(&'static str),
+    /// No GPU is in a multi-node domain: the reason, for the report.
+    No(String),
+    /// NVML could not say (the reason).
+    Unknown(String),
+}
+
+/// Reads [`Mnnvl`] from the facts with NCCL's rule (completed registration, non-zero cluster UUID).
+pub fn mnnvl(f: &GpuFacts) -> Mnnvl {
+    let gpus = match &f.nvml {
+        Nvml::Read { gpus, .. } => gpus,
+        Nvml::NotAsked => return Mnnvl::No("no NVIDIA GPU on this node".into()),
+        Nvml::Unavailable(e) => return Mnnvl::Unknown(format!("NVML unavailable: {e}")),
+        Nvml::TimedOut(s) => return Mnnvl::Unknown(format!("NVML did not answer within {s} s")),
+    };
+    if gpus.is_empty() {
+        return Mnnvl::No("NVML lists no GPU".into());
+    }
+    let infos: Vec<&FabricInfo> = gpus.iter().filter_map(|g| g.fabric.as_ref().ok()).collect();
+    if let Some(i) = infos
+        .iter()
+        .find(|i| i.state == FabricState::Completed && i.in_domain())
+    {
+        return Mnnvl::Member(i.domain());
+    }
+    if let Some(i) = infos
+        .iter()
+        .find(|i| matches!(i.state, FabricState::NotStarted | FabricState::InProgress))
+    {
+        return Mnnvl::Pending(state_name(i.state));
+    }
+    if infos.is_empty() {
+        let e = gpus
+            .iter()
+            .find_map(|g| g.fabric.as_ref().err())
+            .cloned()
+            .unwrap_or_default();
+        return Mnnvl::Unknown(format!("NVML gave no fabric information ({e})"));
+    }
+    if infos.iter().all(|i| i.state == FabricState::NotSupported) {
+        Mnnvl::No(format!(
+            "GPU fabric not supported on {} of {} GPU(s) ({})",
+            infos.len(),
+            gpus.len(),
+            gpus[0].name
+        ))
+    } else {
+        Mnnvl::No("NVLink fabric registered with a zero cluster UUID (single-node NVSwitch)".into())
+    }
+}
+
+fn state_name(s: FabricState) -> &'static str {
+    match s {
+        FabricState::NotSupported => "not supported",
+        FabricState::NotStarted => "not started",
+        FabricState::InProgress => "in progress",
+        FabricState::Completed => "completed",
+    }
+}
+
+/// The sweep facts of this family: `(name, value)` pairs every node publishes so that `launchguard
+/// sweep` can compare them (driver and CUDA versions, GPU count and model, NVLink domain).
+pub fn facts(f: &GpuFacts) -> Vec<(&'static str, String)> {
+    match &f.nvml {
+        Nvml::Read {
+            driver_version,
+            cuda_driver_version,
+            gpus,
+        } => {
+            let mut names: Vec<&str> = gpus.iter().map(|g| g.name.as_str()).collect();
+            names.dedup();
+            vec![
+                ("gpu_driver_version", driver_version.clone()),
+                (
+                    "gpu_cuda_driver_version",
+                    cuda_driver_version
+                        .clone()
+                        .unwrap_or_else(|| "unknown".into()),
+                ),
+                ("gpu_count", format!("{} {}", gpus.len(), names.join("+"))),
+                (
+                    "gpu_nvlink_domain",
+                    match mnnvl(f) {
+                        Mnnvl::Member(d) => d,
+                        Mnnvl::Pending(s) => format!("pending ({s})"),
+                        Mnnvl::No(_) => "none".into(),
+                        Mnnvl::Unknown(e) => format!("unknown: {e}"),
+                    },
+                ),
+            ]
+        }
+        Nvml::NotAsked => vec![("gpu_count", "0".into())],
+        Nvml::Unavailable(e) => vec![("gpu_count", format!("unknown: {e}"))],
+        Nvml::TimedOut(s) => vec![("gpu_count", format!("unknown: NVML timed out after {s} s"))],
+    }
+}
+
+/// The bus ID NVML writes (`00000000:18:00.0`, 8-digit domain, upper case) in sysfs's form
+/// (`0000:18:00.0`, lower case).
+pub fn sysfs_bus_id(nvml: &str) -> String {
+    let s = nvml.to_ascii_lowercase();
+    match s.split_once(':') {
+        Some((dom, rest)) if dom.len() > 4 => format!("{}:{rest}", &dom[dom.len() - 4..]),
+        _ => s,
+    }
+}
+
+/// Judges the GPU family: one outcome per ID of [`CHECKS`].
+pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
+    let driver_there = f.proc_gpus.is_some() || !f.pci.is_empty();
+    let nvml = match &f.nvml {
+        Nvml::Unavailable(e) if driver_there => Outcome::new(
+            "node.gpu.nvml",
+            Status::Warning,
+            format!(
+                "this node has {} NVIDIA GPU(s) but NVML cannot be used: {e}",
+                f.pci.len().max(f.proc_gpus.as_ref().map_or(0, Vec::len))
+            ),
+            "Slurm's AutoDetect=nvml, nvidia-smi, DCGM and launchguard's GPU checks read the GPUs through NVML, so slurmd may register no GPUs and GPU faults go unseen",
+            "install the NVIDIA driver's NVML library matching the loaded kernel module (libnvidia-ml.so.1; Debian: libnvidia-ml1, RHEL: nvidia-driver-NVML), then run nvidia-smi to check",
+        ),
+        Nvml::TimedOut(s) => Outcome::unknown(
+            "node.gpu.nvml",
+            format!("NVML did not answer within {s} s (a GPU or the driver may be wedged; look for Xid lines in dmesg)"),
+        ),
+        _ => Outcome::ok("node.gpu.nvml"),
+    };
+    let count = match &f.nvml {
+        Nvml::Read { gpus, .. } => {
+            let seen: Vec<String> = gpus.iter().map(|g| sysfs_bus_id(&g.pci_bus_id)).collect();
+            let lost: Vec<&String> = f.pci.iter().filter(|p| !seen.contains(p)).collect();
+            if lost.is_empty() {
+                Outcome::ok("node.gpu.count")
+            } else {
+                Outcome::new(
+                    "node.gpu.count",
+                    Status::Critical,
+                    format!(
+                        "{} NVIDIA GPU(s) on the PCI bus but the driver lists {}: missing {}",
+                        f.pci.len(),
+                        gpus.len(),
+                        lost.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+                    ),
+                    "a GPU the driver lost (fallen off the bus, Xid 79, or failed to initialise) gets no jobs while Slurm's GRES still counts it, so jobs asking for every GPU of the node fail",
+                    "look for Xid and 'fallen off the bus' lines in dmesg, drain the node, then reset the GPU (nvidia-smi -r) or reboot; a GPU that falls off again needs service",
+                )
+            }
+        }
+        _ => Outcome::ok("node.gpu.count"),
+    };
+    let fabric = match &f.nvml {
+        Nvml::Read { gpus, .. } => fabric_outcome(gpus),
+        _ => Outcome::ok("node.gpu.fabric"),
+    };
+    vec![nvml, count, fabric]
+}
+
+fn fabric_outcome(gpus: &[Gpu]) -> Outcome {
+    const WHY: &str = "CUDA cannot use a GPU of an NVSwitch or multi-node NVLink system before its fabric registration completes: jobs fail at CUDA init or NCCL loses NVLink";
+    let bad = |st: FabricState| {
+        gpus.iter()
+            .filter(|g| g.fabric.as_ref().is_ok_and(|i| i.state == st))
+            .map(|g| g.index.to_string())
+            .collect::<Vec<_>>()
+    };
+    let failed: Vec<(u32, String)> = gpus
+        .iter()
+        .filter_map(|g| match &g.fabric {
+            Ok(FabricInfo {
+                state: FabricState::Completed,
+                status: Some(Err(e)),
+                ..
+            }) => Some((g.index, e.clone())),
+            _ => None,
+        })
+        .collect();
+    if let Some((i, e)) = failed.first() {
+        return Outcome::new(
+            "node.gpu.fabric",
+            Status::Critical,
+            format!(
+                "NVLink fabric registration of GPU {i} completed with an error: {e}{}",
+                if failed.len() > 1 {
+                    format!(" ({} GPUs)", failed.len())
+                } else {
+                    String::new()
+                }
+            ),
+            WHY,
+            "check Fabric Manager (systemctl status nvidia-fabricmanager; on GB200/GB300 also the NVLink switch trays and nvidia-imex), then reset the GPUs or reboot the node",
+        );
+    }
+    let not_started = bad(FabricState::NotStarted);
+    if !not_started.is_empty() {
+        return Outcome::new(
+            "node.gpu.fabric",
+            Status::Critical,
+            format!(
+                "NVLink fabric registration has not started on GPU(s) {}",
+                not_started.join(",")
+            ),
+            WHY,
+            "start Fabric Manager (systemctl enable --now nvidia-fabricmanager, the version of the driver) and check its log; on GB200/GB300 check that the NVLink switch trays are up",
+        );
+    }
+    let pending = bad(FabricState::InProgress);
+    if !pending.is_empty() {
+        return Outcome::new(
+            "node.gpu.fabric",
+            Status::Warning,
+            format!(
+                "NVLink fabric registration is still in progress on GPU(s) {}",
+                pending.join(",")
+            ),
+            "it normally completes within seconds of boot; until then CUDA cannot use these GPUs",
+            "wait a minute and run launchguard check --only node.gpu again; if it stays, check nvidia-fabricmanager's log",
+        );
+    }
+    Outcome::ok("node.gpu.fabric")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(index: u32, fabric: Result<FabricInfo, String>) -> Gpu {
+        Gpu {
+            index,
+            name: "NVIDIA GB300".into(),
+            uuid: format!("GPU-{index}"),
+            pci_bus_id: format!("00000000:{:02X}:00.0", 0x18 + index),
+            fabric,
+        }
+    }
+
+    fn fab(state: FabricState, uuid: &str) -> FabricInfo {
+        FabricInfo {
+            state,
+            status: (state == FabricState::Completed).then_some(Ok(())),
+            cluster_uuid: uuid.into(),
+            clique_id: 7,
+        }
+    }
+
+    const ZERO: &str = "00000000000000000000000000000000";
+    const DOMAIN: &str = "5f1e2d3c4b5a69788796a5b4c3d2e1f0";
+
+    fn facts(gpus: Vec<Gpu>) -> GpuFacts {
+        let pci = gpus.iter().map(|g| sysfs_bus_id(&g.pci_bus_id)).collect();
+        GpuFacts {
+            nvml: Nvml::Read {
+                driver_version: "580.159.03".into(),
+                cuda_driver_version: Some("13.0".into()),
+                gpus,
+            },
+            pci,
+            proc_gpus: None,
+        }
+    }
+
+    fn status(f: &GpuFacts, id: &str) -> Status {
+        judge(f).iter().find(|o| o.id == id).expect(id).status
+    }
+
+    #[test]
+    fn bus_ids_are_compared_in_sysfs_form() {
+        assert_eq!(sysfs_bus_id("00000000:18:00.0"), "0000:18:00.0");
+        assert_eq!(sysfs_bus_id("00000001:AB:00.0"), "0001:ab:00.0");
+        assert_eq!(sysfs_bus_id("0000:18:00.0"), "0000:18:00.0");
+    }
+
+    #[test]
+    fn a_gb300_node_with_a_registered_domain_passes_and_is_a_member() {
+        let f = facts(
+            (0..4)
+                .map(|i| gpu(i, Ok(fab(FabricState::Completed, DOMAIN))))
+                .collect(),
+        );
+        assert!(judge(&f).iter().all(|o| o.status == Status::Ok));
+        assert_eq!(mnnvl(&f), Mnnvl::Member(format!("{DOMAIN}/7")));
+    }
+
+    #[test]
+    fn single_node_nvswitch_and_pcie_gpus_are_not_mnnvl() {
+        let f = facts(vec![gpu(0, Ok(fab(FabricState::Completed, ZERO)))]);
+        assert!(matches!(mnnvl(&f), Mnnvl::No(_)));
+        let f = facts(vec![gpu(0, Ok(fab(FabricState::NotSupported, ZERO)))]);
+        assert!(
+            matches!(mnnvl(&f), Mnnvl::No(ref s) if s.contains("not supported")),
+            "{:?}",
+            mnnvl(&f)
+        );
+        assert!(judge(&f).iter().all(|o| o.status == Status::Ok));
+    }
+
+    #[test]
+    fn fabric_registration_not_started_or_failed_is_critical_in_progress_a_warning() {
+        let mut f = facts(vec![
+            gpu(0, Ok(fab(FabricState::Completed, DOMAIN))),
+            gpu(1, Ok(fab(FabricState::NotStarted, ZERO))),
+        ]);
+        assert_eq!(status(&f, "node.gpu.fabric"), Status::Critical);
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            gpus[1].fabric = Ok(fab(FabricState::InProgress, ZERO));
+        }
+        assert_eq!(status(&f, "node.gpu.fabric"), Status::Warning);
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            let mut i = fab(FabricState::Completed, DOMAIN);
+            i.status = Some(Err("Unknown Error".into()));
+            gpus[1].fabric = Ok(i);
+        }
+        let out = judge(&f);
+        let o = out.iter().find(|o| o.id == "node.gpu.fabric").unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert!(
+            o.what
+                .contains("GPU 1 completed with an error: Unknown Error"),
+            "{}",
+            o.what
+        );
+    }
+
+    #[test]
+    fn a_gpu_on_the_bus_that_the_driver_lost_is_critical() {
+        let mut f = facts(vec![gpu(0, Ok(fab(FabricState::NotSupported, ZERO)))]);
+        f.pci.push("0000:3b:00.0".into());
+        let out = judge(&f);
+        let o = out.iter().find(|o| o.id == "node.gpu.count").unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert!(o.what.contains("missing 0000:3b:00.0"), "{}", o.what);
+    }
+
+    #[test]
+    fn nvml_missing_where_gpus_are_is_a_warning_and_nowhere_else() {
+        let mut f = GpuFacts {
+            nvml: Nvml::Unavailable("libnvidia-ml.so.1: cannot open shared object file".into()),
+            pci: vec!["0000:18:00.0".into()],
+            proc_gpus: None,
+        };
+        assert_eq!(status(&f, "node.gpu.nvml"), Status::Warning);
+        f.pci.clear();
+        assert_eq!(status(&f, "node.gpu.nvml"), Status::Ok);
+        f.nvml = Nvml::TimedOut(5);
+        assert_eq!(status(&f, "node.gpu.nvml"), Status::Unknown);
+        assert!(matches!(mnnvl(&f), Mnnvl::Unknown(_)));
+    }
+}

@@ -1,0 +1,210 @@
+//! Facts for `node.gpu.*` (and the IMEX family's multi-node NVLink test): what NVML says about the
+//! GPUs (`nvml-wrapper`, which loads `libnvidia-ml.so.1` at run time, so a node or a build without
+//! the NVIDIA driver works and says why), the NVIDIA display/3D controllers on the PCI bus
+//! (`/sys/bus/pci/devices/*/{vendor,class}`) and `/proc/driver/nvidia/gpus/`. What each means:
+//! `launchguard_core::node::gpu`.
+//!
+//! NVML can hang on a wedged GPU, so it runs on a thread of its own with a deadline
+//! ([`NVML_DEADLINE`]); past it the facts say `TimedOut` (UNKNOWN, never a drain) and no second
+//! NVML call starts until the hung one returns. On a node with no NVIDIA device on the PCI bus and
+//! no NVIDIA driver, NVML is not asked at all (a CPU node pays nothing).
+//!
+//! One gathering serves the GPU and IMEX families of a check run: [`gather`] keeps the last facts
+//! for [`REUSE`] (the families run at once, each asks).
+
+use super::Ctx;
+use launchguard_core::host::Roots;
+use launchguard_core::node::gpu::{Gpu, GpuFacts, Nvml};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long NVML may take to list the GPUs and their fabric state.
+pub const NVML_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long one gathering is reused by the families of a check run.
+pub const REUSE: Duration = Duration::from_secs(2);
+
+/// Where NVML's answer comes from: the running system, or canned facts (fixture trees, tests).
+#[derive(Debug, Clone)]
+pub enum NvmlSource {
+    /// Ask this machine's NVML.
+    System,
+    /// Use these facts instead (a test, or a fixture tree where the real NVML would not match).
+    Canned(Nvml),
+}
+
+/// Set while an NVML call is running; a call that never returns keeps it set, so no second
+/// thread piles up behind a wedged driver.
+static NVML_BUSY: AtomicBool = AtomicBool::new(false);
+
+/// The GPU facts of this node, from the cache of this check run when fresh.
+pub fn gather(ctx: &Ctx) -> GpuFacts {
+    let mut cache = ctx.gpu_cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((t, f)) = cache.as_ref() {
+        if t.elapsed() < REUSE {
+            return f.clone();
+        }
+    }
+    let f = gather_at(&ctx.roots, &ctx.nvml);
+    *cache = Some((Instant::now(), f.clone()));
+    f
+}
+
+/// Gathers the facts under `roots` with NVML from `source`.
+pub fn gather_at(roots: &Roots, source: &NvmlSource) -> GpuFacts {
+    let pci = pci_gpus(&roots.sys);
+    let proc_gpus = proc_gpus(&roots.proc);
+    let nvml = match source {
+        NvmlSource::Canned(n) => n.clone(),
+        NvmlSource::System
+            if pci.is_empty() && proc_gpus.is_none() && !roots.dev.join("nvidiactl").exists() =>
+        {
+            Nvml::NotAsked
+        }
+        NvmlSource::System => read_nvml(NVML_DEADLINE),
+    };
+    GpuFacts {
+        nvml,
+        pci,
+        proc_gpus,
+    }
+}
+
+/// PCI addresses of NVIDIA (vendor `0x10de`) VGA (`0x0300xx`) and 3D (`0x0302xx`) controllers.
+pub fn pci_gpus(sys: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(sys.join("bus/pci/devices")) else {
+        return vec![];
+    };
+    let read = |p: &Path| {
+        super::util::read_bytes(p, 64)
+            .map(|b| String::from_utf8_lossy(&b).trim().to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    let mut v: Vec<String> = rd
+        .flatten()
+        .filter(|e| {
+            let p = e.path();
+            read(&p.join("vendor")) == "0x10de" && {
+                let class = read(&p.join("class"));
+                class.starts_with("0x0300") || class.starts_with("0x0302")
+            }
+        })
+        .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Entries of `/proc/driver/nvidia/gpus/` (bus IDs), or `None` when the directory is absent.
+pub fn proc_gpus(proc: &Path) -> Option<Vec<String>> {
+    let rd = std::fs::read_dir(proc.join("driver/nvidia/gpus")).ok()?;
+    let mut v: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Some(v)
+}
+
+/// Asks NVML on a thread of its own, waiting at most `deadline`.
+pub fn read_nvml(deadline: Duration) -> Nvml {
+    if NVML_BUSY.swap(true, Ordering::AcqRel) {
+        return Nvml::TimedOut(deadline.as_secs());
+    }
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("nvml".into())
+        .spawn(move || {
+            let r = std::panic::catch_unwind(read_nvml_now).unwrap_or_else(|_| {
+                Nvml::Unavailable("NVML panicked (a bug: please report it)".into())
+            });
+            NVML_BUSY.store(false, Ordering::Release);
+            let _ = tx.send(r);
+        });
+    if let Err(e) = spawned {
+        NVML_BUSY.store(false, Ordering::Release);
+        return Nvml::Unavailable(format!("cannot start a thread for NVML: {e}"));
+    }
+    rx.recv_timeout(deadline)
+        .unwrap_or(Nvml::TimedOut(deadline.as_secs()))
+}
+
+/// The NVML calls themselves (blocking).
+fn read_nvml_now() -> Nvml {
+    let nvml = match nvml_wrapper::Nvml::init() {
+        Ok(n) => n,
+        Err(e) => return Nvml::Unavailable(e.to_string()),
+    };
+    let driver_version = match nvml.sys_driver_version() {
+        Ok(v) => v,
+        Err(e) => return Nvml::Unavailable(format!("nvmlSystemGetDriverVersion: {e}")),
+    };
+    let cuda_driver_version = nvml.sys_cuda_driver_version().ok().map(|v| {
+        format!(
+            "{}.{}",
+            nvml_wrapper::cuda_driver_version_major(v),
+            nvml_wrapper::cuda_driver_version_minor(v)
+        )
+    });
+    let count = match nvml.device_count() {
+        Ok(c) => c,
+        Err(e) => return Nvml::Unavailable(format!("nvmlDeviceGetCount: {e}")),
+    };
+    let mut gpus = vec![];
+    for index in 0..count {
+        let dev = match nvml.device_by_index(index) {
+            Ok(d) => d,
+            // A GPU NVML counts but cannot open: left out, so node.gpu.count names its bus ID.
+            Err(_) => continue,
+        };
+        gpus.push(Gpu {
+            index,
+            name: dev.name().unwrap_or_else(|e| format!("unknown ({e})")),
+            uuid: dev.uuid().unwrap_or_default(),
+            pci_bus_id: dev.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+            fabric: super::nvml_fabric::fabric_info(&nvml, &dev),
+        });
+    }
+    Nvml::Read {
+        driver_version,
+        cuda_driver_version,
+        gpus,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pci_scan_finds_nvidia_display_and_3d_controllers_only() {
+        let base = std::env::temp_dir().join(format!("lg-gpu-pci-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dev = |bdf: &str, vendor: &str, class: &str| {
+            let d = base.join("sys/bus/pci/devices").join(bdf);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("vendor"), format!("{vendor}\n")).unwrap();
+            std::fs::write(d.join("class"), format!("{class}\n")).unwrap();
+        };
+        dev("0000:18:00.0", "0x10de", "0x030200"); // H100/H200 SXM: 3D controller
+        dev("0000:3b:00.0", "0x10de", "0x030000"); // a VGA-class NVIDIA GPU
+        dev("0000:40:00.0", "0x10de", "0x068000"); // NVSwitch (bridge class): not a GPU
+        dev("0000:50:00.0", "0x15b3", "0x020700"); // a ConnectX NIC
+        let roots = Roots::under(&base);
+        assert_eq!(pci_gpus(&roots.sys), vec!["0000:18:00.0", "0000:3b:00.0"]);
+        assert_eq!(proc_gpus(&roots.proc), None);
+        let f = gather_at(&roots, &NvmlSource::Canned(Nvml::NotAsked));
+        assert_eq!(f.pci.len(), 2);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn a_node_without_nvidia_devices_never_asks_nvml() {
+        let base = std::env::temp_dir().join(format!("lg-gpu-none-{}", std::process::id()));
+        std::fs::create_dir_all(base.join("sys/bus/pci/devices")).unwrap();
+        let f = gather_at(&Roots::under(&base), &NvmlSource::System);
+        assert_eq!(f.nvml, Nvml::NotAsked);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

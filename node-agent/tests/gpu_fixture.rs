@@ -1,0 +1,118 @@
+//! The GPU and IMEX families on a real H200 node's facts (`tests/fixtures/h200/`, captured with
+//! `launchguard gpu --json` and `/proc/devices` on the machine; its README says how): a current
+//! driver registers the IMEX channel major on every GPU node, so the IMEX checks must not judge a
+//! node whose GPUs are in no multi-node NVLink domain. The same tree with NVML saying the GPU is in a
+//! domain (a GB300, canned) must be judged, so the test can fail.
+
+use launchguard::gather::gpu::{gather_at, NvmlSource};
+use launchguard_core::host::Roots;
+use launchguard_core::node::gpu::{self, FabricInfo, FabricState, GpuFacts, Mnnvl, Nvml};
+use launchguard_core::node::{imex, Status};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h200");
+
+struct Tree(PathBuf);
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The H200 node as a tree: its /proc/devices, its GPU on the PCI bus and in /proc/driver/nvidia.
+fn h200_tree(name: &str) -> (Tree, GpuFacts) {
+    let facts: GpuFacts =
+        serde_json::from_str(&fs::read_to_string(Path::new(FIXTURE).join("gpu.json")).unwrap())
+            .unwrap();
+    let root = std::env::temp_dir().join(format!("lg-gpu-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    for bdf in &facts.pci {
+        let d = root.join("sys/bus/pci/devices").join(bdf);
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("vendor"), "0x10de\n").unwrap();
+        fs::write(d.join("class"), "0x030200\n").unwrap();
+        fs::create_dir_all(root.join("proc/driver/nvidia/gpus").join(bdf)).unwrap();
+    }
+    fs::create_dir_all(root.join("dev")).unwrap();
+    fs::create_dir_all(root.join("etc")).unwrap();
+    fs::copy(
+        Path::new(FIXTURE).join("proc_devices"),
+        root.join("proc/devices"),
+    )
+    .unwrap();
+    (Tree(root), facts)
+}
+
+fn not_ok(out: &[launchguard_core::node::Outcome]) -> Vec<String> {
+    out.iter()
+        .filter(|o| o.status != Status::Ok)
+        .map(|o| o.message())
+        .collect()
+}
+
+#[test]
+fn the_real_h200_passes_the_gpu_and_imex_checks() {
+    let (t, canned) = h200_tree("h200");
+    let roots = Roots::under(&t.0);
+    let f = gather_at(&roots, &NvmlSource::Canned(canned.nvml.clone()));
+    assert_eq!(
+        f, canned,
+        "the tree reproduces the PCI and /proc facts of the capture"
+    );
+    assert!(not_ok(&gpu::judge(&f)).is_empty(), "{:?}", gpu::judge(&f));
+    let m = gpu::mnnvl(&f);
+    assert_eq!(
+        m,
+        Mnnvl::No("GPU fabric not supported on 1 of 1 GPU(s) (NVIDIA H200)".into())
+    );
+    let i = launchguard::gather::imex::gather_at(&roots, m);
+    assert_eq!(
+        i.major,
+        Some(242),
+        "the H200's driver registers the IMEX major"
+    );
+    assert!(not_ok(&imex::judge(&i)).is_empty(), "{:?}", imex::judge(&i));
+    assert!(imex::scope(&i)
+        .unwrap_err()
+        .starts_with("not judged: not a multi-node NVLink node"));
+    let facts: Vec<_> = gpu::facts(&f);
+    assert!(facts.contains(&("gpu_driver_version", "580.159.04".into())));
+    assert!(facts.contains(&("gpu_count", "1 NVIDIA H200".into())));
+    assert!(facts.contains(&("gpu_nvlink_domain", "none".into())));
+}
+
+#[test]
+fn the_same_node_in_an_nvlink_domain_is_judged_and_fails_without_imex() {
+    let (t, mut canned) = h200_tree("gb");
+    if let Nvml::Read { gpus, .. } = &mut canned.nvml {
+        gpus[0].fabric = Ok(FabricInfo {
+            state: FabricState::Completed,
+            status: Some(Ok(())),
+            cluster_uuid: "5f1e2d3c4b5a69788796a5b4c3d2e1f0".into(),
+            clique_id: 3,
+        });
+    }
+    let roots = Roots::under(&t.0);
+    let f = gather_at(&roots, &NvmlSource::Canned(canned.nvml));
+    let i = launchguard::gather::imex::gather_at(&roots, gpu::mnnvl(&f));
+    let bad = not_ok(&imex::judge(&i));
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(bad[0].starts_with("launchguard: node.imex.service: this node's GPUs are in multi-node NVLink domain 5f1e2d3c4b5a69788796a5b4c3d2e1f0/3 but no nvidia-imex daemon runs and /etc/nvidia-imex/config.cfg is missing; "), "{}", bad[0]);
+    assert!(bad[1].contains("mknod -m 666 /dev/nvidia-caps-imex-channels/channel0 c 242 0"));
+}
+
+#[test]
+fn a_gpu_the_driver_lost_shows_against_the_pci_bus() {
+    let (t, canned) = h200_tree("lost");
+    // A second H200 on the bus that NVML does not list (fallen off the bus).
+    let d = t.0.join("sys/bus/pci/devices/0000:00:07.0");
+    fs::create_dir_all(&d).unwrap();
+    fs::write(d.join("vendor"), "0x10de\n").unwrap();
+    fs::write(d.join("class"), "0x030200\n").unwrap();
+    let f = gather_at(&Roots::under(&t.0), &NvmlSource::Canned(canned.nvml));
+    let bad = not_ok(&gpu::judge(&f));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("launchguard: node.gpu.count: 2 NVIDIA GPU(s) on the PCI bus but the driver lists 1: missing 0000:00:07.0; "), "{}", bad[0]);
+}
