@@ -147,6 +147,14 @@ pub struct LogFacts {
     pub socket_interfaces: Vec<SocketInterface>,
     /// `MNNVL 1` in a `comm 0x… nNodes N … MNNVL 1` line: multi-node NVLink in use.
     pub mnnvl: bool,
+    /// NCCL found no network interface for its sockets: `Bootstrap : no socket interface found`
+    /// (bootstrap.cc) or `NET/Socket : no interface found` (the Socket transport), both WARNs
+    /// printed when `NCCL_SOCKET_IFNAME` matches nothing or no interface is up with an address.
+    pub no_socket_interface: bool,
+    /// The application's own report that an NCCL call failed (the job died of it): PyTorch's
+    /// `DistBackendError: NCCL error in: …`, `ncclSystemError`/`unhandled system error`,
+    /// `ncclInvalidUsage`, `ncclInternalError`, `ncclRemoteError`; first distinct lines, trimmed.
+    pub job_errors: Vec<String>,
     /// Hosts, processes or ranks beyond [`MAX_TRACKED`] that were counted but not remembered.
     pub untracked: u64,
     /// `host:pid` pairs seen on NCCL lines (processes).
@@ -261,6 +269,7 @@ impl LogFacts {
     /// Whether anything NCCL- or nccl-tests-specific was seen.
     pub fn is_empty(&self) -> bool {
         self.nccl_lines == 0
+            && self.job_errors.is_empty()
             && self.ranks.is_empty()
             && self.nccl_version.is_none()
             && self.nccl_tests_version.is_none()
@@ -349,6 +358,10 @@ impl LogFacts {
             push_distinct(&mut self.test_failures, line.trim());
             return true;
         }
+        if let Some(e) = job_error(line) {
+            push_distinct(&mut self.job_errors, e);
+            return true;
+        }
         if let Some((host, id)) = parse_instance_line(line) {
             if self.instance_hosts.len() < MAX_TRACKED
                 && self.instance_hosts.insert(host.to_string())
@@ -363,6 +376,11 @@ impl LogFacts {
     fn warn(&mut self, msg: &str) {
         self.warn_count += 1;
         push_distinct(&mut self.warns, msg);
+        if msg.contains("no socket interface found")
+            || msg.contains("NET/Socket : no interface found")
+        {
+            self.no_socket_interface = true;
+        }
         // aws-ofi-nccl only warns about its own failures (init, provider, endpoint, domain).
         if msg.starts_with("NET/OFI ") || msg.starts_with("NET/Plugin") {
             push_distinct(&mut self.net_plugin_errors, msg);
@@ -763,6 +781,36 @@ fn parse_instance_line(line: &str) -> Option<(&str, &str)> {
         return None;
     }
     Some((host, id))
+}
+
+/// The application's line saying an NCCL call failed, trimmed of a `[rankN]: ` prefix, or `None`.
+/// Matched: PyTorch's `DistBackendError` / `NCCL error in:` lines and the NCCL result names
+/// (`ncclSystemError`, `ncclInvalidUsage`, `ncclInternalError`, `ncclRemoteError`,
+/// `ncclUnhandledCudaError`) or their texts (`unhandled system error`, `unhandled cuda error`) as
+/// NCCL's `ncclGetErrorString` words them.
+pub fn job_error(line: &str) -> Option<&str> {
+    let hit = line.contains("NCCL error")
+        || line.contains("DistBackendError")
+        || [
+            "ncclSystemError",
+            "ncclInvalidUsage",
+            "ncclInternalError",
+            "ncclRemoteError",
+            "ncclUnhandledCudaError",
+            "unhandled system error",
+            "unhandled cuda error",
+        ]
+        .iter()
+        .any(|k| line.contains(k));
+    if !hit || line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ") {
+        return None;
+    }
+    let t = line.trim();
+    let t = match t.strip_prefix('[') {
+        Some(r) if r.starts_with("rank") => r.split_once("]:").map_or(t, |(_, x)| x.trim_start()),
+        _ => t,
+    };
+    Some(t)
 }
 
 #[cfg(test)]

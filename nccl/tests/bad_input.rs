@@ -98,9 +98,13 @@ fn only_info_lines_is_facts_without_results() {
     let p = parse_bytes(only_info.as_bytes()).unwrap();
     assert!(p.tables.is_empty());
     assert_eq!(p.facts.nccl_version.as_deref(), Some("2.28.9+cuda13.0"));
+    // Without the nccl-tests header or table it reads as an application's NCCL log: a note, not
+    // a warning (issue 30: a healthy job's log is GO).
     let r = check("info.log", &p, &CheckOptions::default());
-    assert_eq!(r.verdict, Verdict::Warn);
-    assert_eq!(r.findings[0].id, "nccl.no_results");
+    assert_eq!(r.verdict, Verdict::Go);
+    assert!(r.findings.iter().any(
+        |f| f.id == "nccl.no_results" && f.severity == launchguard_nccl::model::Severity::Info
+    ));
 }
 
 #[test]

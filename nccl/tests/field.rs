@@ -139,7 +139,8 @@ fn host_label_before_the_nccl_prefix_keeps_hosts_and_providers() {
         "{:?}",
         ids(&r)
     );
-    assert_eq!(r.verdict, Verdict::Warn); // no results table in the excerpt
+    // An NCCL log excerpt without a benchmark table: a note (nccl.no_results, info), not a warning.
+    assert_eq!(r.verdict, Verdict::Go, "{:?}", ids(&r));
 }
 
 #[test]

@@ -294,12 +294,14 @@ fn torch_logs_give_both_ops_and_the_combined_stream_matches_rank0() {
         check("f", &both, &CheckOptions::default()).verdict,
         Verdict::Go
     );
+    // Rank 1 of the same healthy run prints no table (rank 0 does): an application's log, GO with
+    // notes only.
     let r1 = parsed(fixture!("torch_2proc_rank1.log"));
     assert_eq!(r1.row_count(), 0);
     assert_eq!(
         ids(&r1, &CheckOptions::default()),
         (
-            Verdict::Warn,
+            Verdict::Go,
             vec![
                 "nccl.no_results",
                 "nccl.single_node",
@@ -327,5 +329,75 @@ fn every_fixture_log_reaches_a_verdict_without_panicking() {
             n += 1;
         }
     }
-    assert_eq!(n, 10);
+    assert_eq!(n, 13);
+}
+
+/// Issue 30's real PyTorch runs on one H200 (NCCL 2.28.9): healthy is GO with notes only; a socket
+/// interface that does not exist and a forced NCCL_NET without HCAs are NO-GO naming the variable.
+#[test]
+fn one_gpu_torch_runs_healthy_and_failed() {
+    let (v, f) = ids(
+        &parsed(fixture!("torch_1gpu_h200_ok.log")),
+        &CheckOptions::default(),
+    );
+    assert_eq!(v, Verdict::Go);
+    assert_eq!(f, vec!["nccl.no_results", "nccl.single_node"]);
+    let ok = check(
+        "f",
+        &parsed(fixture!("torch_1gpu_h200_ok.log")),
+        &CheckOptions::default(),
+    );
+    assert!(ok
+        .findings
+        .iter()
+        .all(|x| x.severity == launchguard_nccl::model::Severity::Info));
+
+    let p = parsed(fixture!("torch_1gpu_h200_socket_ifname_nomatch.log"));
+    assert!(p.facts.no_socket_interface);
+    assert_eq!(p.facts.job_errors.len(), 2, "{:?}", p.facts.job_errors);
+    let r = check("f", &p, &CheckOptions::default());
+    assert_eq!(r.verdict, Verdict::NoGo);
+    assert_eq!(r.findings[0].id, "nccl.socket_ifname_nomatch");
+    assert!(
+        r.findings[0]
+            .what
+            .contains("NCCL_SOCKET_IFNAME==nosuchif0 matches none"),
+        "{}",
+        r.findings[0].what
+    );
+    assert!(
+        !r.findings.iter().any(|x| x.id == "nccl.warn"),
+        "the WARN is explained"
+    );
+
+    let p = parsed(fixture!("torch_1gpu_h200_net_ib_forced.log"));
+    let r = check("f", &p, &CheckOptions::default());
+    assert_eq!(r.verdict, Verdict::NoGo);
+    assert_eq!(r.findings[0].id, "nccl.net_init_failed");
+    assert!(r.findings[0]
+        .why
+        .contains("fails NCCL init instead of falling back"));
+    assert!(r.findings[0].fix.contains("remove NCCL_NET"));
+    assert!(
+        !r.findings.iter().any(|x| x.id == "nccl.job_failed"),
+        "the cause is named, the job error adds nothing"
+    );
+}
+
+/// The application's NCCL error with no WARN naming a cause (NCCL_DEBUG unset): NO-GO with its line.
+#[test]
+fn an_application_nccl_error_alone_is_no_go() {
+    let log = "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n";
+    let p = launchguard_nccl::parse_bytes(log.as_bytes()).unwrap();
+    let r = check("f", &p, &CheckOptions::default());
+    assert_eq!(r.verdict, Verdict::NoGo);
+    assert_eq!(r.findings[0].id, "nccl.system_error");
+    assert!(r.findings[0].what.starts_with("'f': NCCL failed on a system call and the job stopped: torch.distributed.DistBackendError"), "{}", r.findings[0].what);
+    let log = "[rank0]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9\n";
+    let r = check(
+        "f",
+        &launchguard_nccl::parse_bytes(log.as_bytes()).unwrap(),
+        &CheckOptions::default(),
+    );
+    assert_eq!(r.findings[0].id, "nccl.job_failed");
 }

@@ -37,8 +37,15 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
             why: "the collective did not complete, so the run proves neither bandwidth nor correctness".into(),
             fix: "fix the first NCCL WARN in the log (rerun with NCCL_DEBUG=INFO if there is none), then rerun the test".into(),
         });
-    } else if facts.warn_count > 0 && !net_init_failed && !plugin_reported {
+    } else if facts.warn_count > 0
+        && !net_init_failed
+        && !plugin_reported
+        && !facts.no_socket_interface
+    {
         warn_finding(q, facts, f);
+    }
+    if facts.no_socket_interface {
+        socket_interface_finding(q, facts, f);
     }
     if let Some(first) = facts.torch_check_failures.first() {
         f.push(Finding {
@@ -61,9 +68,70 @@ fn warn_finding(q: &str, facts: &crate::log::LogFacts, f: &mut Vec<Finding>) {
             what: format!(
                 "{q}: {} NCCL WARN line(s), first: {}",
                 facts.warn_count,
-                facts.warns.first().map(String::as_str).unwrap_or("")
+                launchguard_core::finding::clip(
+                    facts.warns.first().map(String::as_str).unwrap_or(""),
+                    200
+                )
             ),
             why: "NCCL warns about fabric or setup problems that can slow or break training (NCCL docs, Troubleshooting)".into(),
             fix: "read the WARN lines in the log and fix their cause before training".into(),
         });
+}
+
+/// NCCL found no interface for its bootstrap or Socket transport: `NCCL_SOCKET_IFNAME` (comma list of
+/// prefixes, `=` for exact names, `^` to exclude; NCCL docs, NCCL_SOCKET_IFNAME) matched nothing, or
+/// no interface is up with an address. The communicator is never created: every rank fails at init.
+fn socket_interface_finding(q: &str, facts: &crate::log::LogFacts, f: &mut Vec<Finding>) {
+    let set = facts.env.iter().find(|e| e.name == "NCCL_SOCKET_IFNAME");
+    let what = match set {
+        Some(e) => format!(
+            "{q}: NCCL found no network interface for its sockets: NCCL_SOCKET_IFNAME={} matches none of the host's interfaces that are up with an address",
+            e.value
+        ),
+        None => format!(
+            "{q}: NCCL found no network interface for its sockets (NCCL_SOCKET_IFNAME, if set, matches none; else no interface is up with an address)"
+        ),
+    };
+    f.push(Finding {
+        id: "nccl.socket_ifname_nomatch",
+        severity: Severity::NoGo,
+        what,
+        why: "NCCL cannot open its bootstrap socket, so the communicator is never created and every rank fails at init (NCCL docs: NCCL_SOCKET_IFNAME)".into(),
+        fix: "set NCCL_SOCKET_IFNAME to interfaces that exist and are up on every node (`ip -br addr` there: a prefix like eth, =eth0 for one exact name, ^docker,lo to exclude), or unset it so NCCL picks one".into(),
+    });
+}
+
+/// The application reported an NCCL error (it died of it) and no other rule named a cause: the
+/// first such line, as `nccl.system_error` for NCCL's system errors (a socket, verbs or shared-memory
+/// call failed) and `nccl.job_failed` otherwise.
+pub(super) fn check_job_failure(q: &str, p: &Parsed, f: &mut Vec<Finding>) {
+    let Some(first) = p.facts.job_errors.first() else {
+        return;
+    };
+    if f.iter().any(|x| x.severity == Severity::NoGo) {
+        return;
+    }
+    let line = launchguard_core::finding::clip(first, 200);
+    let system = p
+        .facts
+        .job_errors
+        .iter()
+        .any(|e| e.contains("unhandled system error") || e.contains("ncclSystemError"));
+    f.push(if system {
+        Finding {
+            id: "nccl.system_error",
+            severity: Severity::NoGo,
+            what: format!("{q}: NCCL failed on a system call and the job stopped: {line}"),
+            why: "a network interface is unreachable or firewalled, /dev/shm is too small, or a device is missing in the container (NCCL docs, Troubleshooting)".into(),
+            fix: "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: the NCCL WARN line before the error names the call that failed".into(),
+        }
+    } else {
+        Finding {
+            id: "nccl.job_failed",
+            severity: Severity::NoGo,
+            what: format!("{q}: an NCCL call failed and the job stopped: {line}"),
+            why: "NCCL returned an error to the application; the cause is in NCCL's own WARN lines, which this log does not show".into(),
+            fix: "rerun with NCCL_DEBUG=WARN (or INFO with NCCL_DEBUG_SUBSYS=INIT,NET) and read the first NCCL WARN, or run `launchguard explain` on that output".into(),
+        }
+    });
 }

@@ -129,23 +129,42 @@ pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
         && p.facts.test_failures.is_empty()
         && p.stray_out_of_bounds.is_none()
     {
-        f.push(Finding {
-            id: "nccl.no_results",
-            severity: Severity::Warning,
-            what: format!(
-                "{q}: no nccl-tests result rows ({} NCCL log lines)",
-                p.facts.nccl_lines
-            ),
-            why: "without a results table the run proves nothing about bandwidth or correctness"
-                .into(),
-            fix: "pass the nccl-tests output that holds the table, or rerun the test to completion"
-                .into(),
+        // A benchmark (nccl-tests' header or table, a PyTorch bench table) that printed no row is
+        // unproven; an application's NCCL log never has a table, and is no benchmark at all.
+        let benchmark = p.facts.nccl_tests_version.is_some()
+            || !p.tables.is_empty()
+            || !p.facts.ranks.is_empty();
+        f.push(if benchmark {
+            Finding {
+                id: "nccl.no_results",
+                severity: Severity::Warning,
+                what: format!(
+                    "{q}: no nccl-tests result rows ({} NCCL log lines)",
+                    p.facts.nccl_lines
+                ),
+                why: "without a results table the run proves nothing about bandwidth or correctness"
+                    .into(),
+                fix: "pass the nccl-tests output that holds the table, or rerun the test to completion"
+                    .into(),
+            }
+        } else {
+            Finding {
+                id: "nccl.no_results",
+                severity: Severity::Info,
+                what: format!(
+                    "{q}: an application's NCCL log ({} NCCL lines), no benchmark table",
+                    p.facts.nccl_lines
+                ),
+                why: "it shows how NCCL set up (network, transports, variables) but not what bandwidth it reached".into(),
+                fix: "for bandwidth, run nccl-tests (all_reduce_perf -b 8 -e 8G -f 2 -g 1 under srun) and pass its output to `launchguard nccl check`".into(),
+            }
         });
     }
     network::check_network(&q, p, opts, plugin_explains_socket, &mut f);
     crate::interfaces::check(&q, p, &mut f);
     crate::env_rules::check(&q, p, opts, &mut f);
     versions::check_versions(&q, p, opts, &mut f);
+    failures::check_job_failure(&q, p, &mut f);
     if p.long_lines > 0 {
         f.push(Finding {
             id: "nccl.long_lines",

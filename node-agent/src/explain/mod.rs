@@ -8,6 +8,13 @@
 //! ignored. Repeated symptoms (the same finding from many tasks or nodes) are reported once with a
 //! count.
 //!
+//! NCCL and aws-ofi-nccl lines have one judge: every line also goes to `launchguard nccl`'s log
+//! scanner, and when the input holds NCCL output, the findings of `launchguard nccl check`'s model
+//! ([`launchguard_nccl::verdict::check`]) are added with the same IDs and severities (NO-GO is
+//! critical here; its informational notes, such as a one-node run, are `info` and leave the status
+//! OK). The context that decides them (nodes and ranks, the variables NCCL logged as set, the
+//! application's own NCCL error lines) is read from the same input. The rule table has no NCCL rules.
+//!
 //! Bounds: lines longer than [`MAX_LINE`] bytes are matched on their first [`MAX_LINE`] bytes and
 //! the rest is skipped; at most [`MAX_DISTINCT`] distinct findings are kept (more are counted);
 //! so memory stays flat whatever the input's size. A FILE must be a regular file (a FIFO or a
@@ -62,6 +69,8 @@ pub struct Args {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// Context worth a line (an NCCL note such as a one-node run); never changes the status.
+    Info,
     /// The job ran, slower or partly (exit 1).
     Warning,
     /// The job or step failed (exit 2).
@@ -252,7 +261,8 @@ pub struct Found {
     pub fix: String,
     /// The document the rule follows.
     pub doc: String,
-    /// 1-based line number of the first line with this finding.
+    /// 1-based line number of the first line with this finding; 0 for a finding about the input as
+    /// a whole (the NCCL model's).
     pub first_line: u64,
     /// How many lines gave this finding.
     pub count: u64,
@@ -268,12 +278,12 @@ impl Found {
         } else {
             String::new()
         };
-        launchguard_core::finding::render_line(
-            &self.id,
-            &format!("{} (line {}{times})", self.what, self.first_line),
-            &self.why,
-            &self.fix,
-        )
+        let what = if self.first_line == 0 {
+            self.what.clone()
+        } else {
+            format!("{} (line {}{times})", self.what, self.first_line)
+        };
+        launchguard_core::finding::render_line(&self.id, &what, &self.why, &self.fix)
     }
 }
 
@@ -285,6 +295,7 @@ pub struct Explainer<'r> {
     lines: u64,
     long_lines: u64,
     dropped: u64,
+    nccl: launchguard_nccl::parse::Scanner,
 }
 
 impl<'r> Explainer<'r> {
@@ -297,6 +308,7 @@ impl<'r> Explainer<'r> {
             lines: 0,
             long_lines: 0,
             dropped: 0,
+            nccl: launchguard_nccl::parse::Scanner::new(),
         }
     }
 
@@ -307,6 +319,8 @@ impl<'r> Explainer<'r> {
         if cut {
             self.long_lines += 1;
         }
+        self.nccl.feed(raw);
+        self.nccl.feed(b"\n");
         let text = String::from_utf8_lossy(raw);
         let Some((i, what)) = self.rules.explain_line(&text) else {
             return;
@@ -343,11 +357,28 @@ impl<'r> Explainer<'r> {
         self.index.insert(key, self.found.len() - 1);
     }
 
-    /// Ends the input: the report (findings in the order of their first line).
-    pub fn finish(self, input: &str, bytes: u64) -> Report {
-        let worst = self.found.iter().map(|f| f.severity).max();
+    /// Ends the input: the report (findings in the order of their first line, then the NCCL
+    /// model's findings about the input as a whole).
+    pub fn finish(mut self, input: &str, bytes: u64) -> Report {
+        if let Ok(p) = self.nccl.finish() {
+            let label = if input == "-" {
+                "standard input"
+            } else {
+                input
+            };
+            let rep = launchguard_nccl::verdict::check(label, &p, &Default::default());
+            for f in rep.findings {
+                self.found.push(nccl_found(f));
+            }
+        }
+        let worst = self
+            .found
+            .iter()
+            .map(|f| f.severity)
+            .filter(|s| *s != Severity::Info)
+            .max();
         let (status, exit_code) = match worst {
-            None => ("ok", 0),
+            None | Some(Severity::Info) => ("ok", 0),
             Some(Severity::Warning) => ("warning", 1),
             Some(Severity::Critical) => ("critical", 2),
         };
@@ -362,6 +393,31 @@ impl<'r> Explainer<'r> {
             more_findings: self.dropped,
             findings: self.found,
         }
+    }
+}
+
+/// An NCCL model finding as explain shows it: NO-GO is critical, the rest keep their level.
+fn nccl_found(f: launchguard_nccl::model::Finding) -> Found {
+    use launchguard_nccl::model::Severity as N;
+    let doc = if f.id.starts_with("nccl.env.") || f.id == "nccl.socket_ifname_nomatch" {
+        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+    } else {
+        "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+    };
+    Found {
+        id: f.id.to_string(),
+        severity: match f.severity {
+            N::Info => Severity::Info,
+            N::Warning => Severity::Warning,
+            N::NoGo => Severity::Critical,
+        },
+        what: f.what,
+        why: f.why,
+        fix: f.fix,
+        doc: doc.into(),
+        first_line: 0,
+        count: 1,
+        example: String::new(),
     }
 }
 
@@ -404,8 +460,10 @@ pub fn explain_bytes(rules: &Rules, data: &[u8]) -> Report {
 fn print_text(rep: &Report, verbose: bool) {
     for f in &rep.findings {
         println!("{}", f.line());
-        if verbose {
+        if verbose && f.first_line > 0 {
             println!("    line {}: {}", f.first_line, f.example);
+        }
+        if verbose {
             println!("    see {}", f.doc);
         }
     }
@@ -434,15 +492,29 @@ fn print_text(rep: &Report, verbose: bool) {
             "{}: OK — {what} (launchguard explain --list shows the symptoms it knows){notes}",
             rep.input
         );
-    } else {
+    } else if rep.exit_code == 0 {
         let n = rep.findings.len();
         println!(
-            "{}: {} — {n} known symptom{} ({} critical, {} warning) in {} lines{notes}",
+            "{}: OK — nothing wrong found, {n} note{} in {} lines{notes}",
+            rep.input,
+            if n == 1 { "" } else { "s" },
+            rep.lines
+        );
+    } else {
+        let n = rep.findings.len();
+        let info = count(Severity::Info);
+        println!(
+            "{}: {} — {n} known symptom{} ({} critical, {} warning{}) in {} lines{notes}",
             rep.input,
             rep.status.to_uppercase(),
             if n == 1 { "" } else { "s" },
             count(Severity::Critical),
             count(Severity::Warning),
+            if info > 0 {
+                format!(", {info} info")
+            } else {
+                String::new()
+            },
             rep.lines
         );
     }
@@ -460,11 +532,13 @@ fn list(rules: &Rules, json: bool) -> ExitCode {
     }
     for r in &rules.rules {
         let sev = match r.severity {
+            Severity::Info => "info",
             Severity::Warning => "warning",
             Severity::Critical => "critical",
         };
         println!("{:<28} {:<8} {} ({})", r.id, sev, r.what, r.doc);
     }
+    println!("{:<28} {:<8} NCCL and aws-ofi-nccl lines, and the application's NCCL errors: judged by the model of `launchguard nccl check` (same IDs and severities)", "nccl.*", "");
     ExitCode::SUCCESS
 }
 

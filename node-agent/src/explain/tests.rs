@@ -155,7 +155,9 @@ fn long_lines_are_read_in_part_and_distinct_findings_are_bounded() {
 
     let mut many = String::new();
     for i in 0..1000 {
-        many.push_str(&format!("h:1:1 [0] NCCL WARN peer {i} went away\n"));
+        many.push_str(&format!(
+            "slurmstepd: error: Unable to create TMPDIR [/scratch/{i}]: Permission denied\n"
+        ));
     }
     let rep = explain_bytes(r, many.as_bytes());
     assert_eq!(rep.findings.len(), MAX_DISTINCT);
@@ -170,9 +172,17 @@ fn captured_values_cannot_break_the_finding_shape() {
     let f = &rep.findings[0];
     assert_eq!(f.id, "job.tmpdir");
     assert!(f.what.contains("a\\;b"), "{}", f.what);
-    let long = format!("h:1:1 [0] NCCL WARN {}\n", "z".repeat(5000));
+    let long = format!(
+        "slurmstepd: error: Unable to create TMPDIR [/{}]: Permission denied\n",
+        "z".repeat(5000)
+    );
     let rep = explain_bytes(rules(), long.as_bytes());
     assert!(rep.findings[0].what.chars().count() < 200);
+    // The NCCL model's findings are clipped too (a WARN line of 5000 characters).
+    let long = format!("h:1:1 [0] NCCL WARN {}\n", "z".repeat(5000));
+    let rep = explain_bytes(rules(), long.as_bytes());
+    let w = rep.findings.iter().find(|f| f.id == "nccl.warn").unwrap();
+    assert!(w.what.chars().count() < 300, "{}", w.what.len());
     // Invalid UTF-8 is replaced, not refused.
     let rep = explain_bytes(
         rules(),
