@@ -52,6 +52,35 @@ pub fn for_node(gres_conf: &str, node: &str) -> NodeGres {
     out
 }
 
+/// gres.conf's `AutoDetect=` for `node`, lower-case (`nvml`, `rsmi`, `nrt`, `oneapi`, `off`): a line
+/// with `NodeName=` naming the node wins over a global one; the last such line counts. `None` when
+/// gres.conf sets none (gres.conf(5), "AutoDetect").
+pub fn autodetect(gres_conf: &str, node: &str) -> Option<String> {
+    let mut global = None;
+    let mut own = None;
+    for line in gres_conf.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut value = None;
+        let mut nodes = None;
+        for word in line.split_whitespace() {
+            let Some((k, v)) = word.split_once('=') else {
+                continue;
+            };
+            match k.to_ascii_lowercase().as_str() {
+                "autodetect" => value = Some(v.to_ascii_lowercase()),
+                "nodename" => nodes = Some(v),
+                _ => {}
+            }
+        }
+        match (value, nodes) {
+            (Some(v), None) => global = Some(v),
+            (Some(v), Some(n)) if hostlist::contains(n, node) => own = Some(v),
+            _ => {}
+        }
+    }
+    own.or(global)
+}
+
 /// The `Name=gpu` device files gres.conf lists for `node`.
 pub fn gpu_files(gres_conf: &str, node: &str) -> Vec<String> {
     for_node(gres_conf, node).gpu_files
@@ -60,6 +89,18 @@ pub fn gpu_files(gres_conf: &str, node: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn autodetect_follows_the_node_and_a_node_line_wins() {
+        let conf =
+            "AutoDetect=NVML\nNodeName=cpu-[1-4] AutoDetect=off\nName=gpu File=/dev/nvidia0\n";
+        assert_eq!(autodetect(conf, "gpu-1").as_deref(), Some("nvml"));
+        assert_eq!(autodetect(conf, "cpu-2").as_deref(), Some("off"));
+        assert_eq!(
+            autodetect("# AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", "gpu-1"),
+            None
+        );
+    }
 
     #[test]
     fn gpu_and_gres_files_follow_the_node() {

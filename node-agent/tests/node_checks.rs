@@ -626,3 +626,52 @@ fn plugins_in_files_the_running_slurm_does_not_read_do_not_pass() {
     );
     assert_eq!(umount.code, 0, "{umount:?}");
 }
+
+/// Issue 32: `AutoDetect=nvml` on a Slurm built without NVML (Debian's has no gpu_nvml.so) gives
+/// slurmd no GPU at all, while slurm.conf says `Gres=gpu:2`. The real slurmd agrees (`slurmd -G`
+/// prints no gpu GRES and says the NVML library is missing), and `node.gpu.gres` is CRITICAL with
+/// the fix; the same node with `File=` lines instead is OK.
+#[test]
+fn autodetect_nvml_without_slurms_nvml_plugin_is_critical_and_slurmd_agrees() {
+    let d = scratch("gres-autodetect");
+    std::fs::copy("/etc/slurm/slurm.conf", d.join("slurm.conf")).unwrap();
+    let cfg = config(
+        &d,
+        &format!("slurm_conf = \"{}\"\n", d.join("slurm.conf").display()),
+    );
+    let plugin_dir = cmd(&[
+        "sh",
+        "-c",
+        "scontrol show config | awk -F' = ' '/^PluginDir/{print $2}'",
+    ])
+    .stdout
+    .trim()
+    .to_string();
+    let has_nvml = plugin_dir
+        .split(':')
+        .any(|p| Path::new(p).join("gpu_nvml.so").exists());
+    std::fs::write(d.join("gres.conf"), "AutoDetect=nvml\n").unwrap();
+    let slurmd_g = cmd(&["slurmd", "-G", "-f", d.join("slurm.conf").to_str().unwrap()]);
+    let said = format!("{}{}", slurmd_g.stdout, slurmd_g.stderr);
+    let (code, rep) = check(&cfg, &["node.gpu.gres"]);
+    if has_nvml {
+        // A Slurm with NVML on a node without NVIDIA GPUs: nothing for this check to hold.
+        assert_eq!(status_of(&rep, "node.gpu.gres"), "ok", "{rep}");
+        return;
+    }
+    assert!(!said.contains("Name=gpu"), "slurmd detected GPUs: {said}");
+    assert!(said.contains("nvml"), "slurmd said nothing of NVML: {said}");
+    assert_eq!(status_of(&rep, "node.gpu.gres"), "critical", "{rep}");
+    assert_eq!(code, 2);
+    let m = message_of(&rep, "node.gpu.gres");
+    assert!(
+        m.contains("AutoDetect=nvml") && m.contains("no gpu_nvml.so"),
+        "{m}"
+    );
+    assert!(m.contains("Name=gpu File=/dev/nvidia[0-N]"), "{m}");
+    // The same node with its GPU files named: slurmd has GPUs again, the check passes.
+    let real = std::fs::read_to_string("/etc/slurm/gres.conf").unwrap_or_default();
+    std::fs::write(d.join("gres.conf"), &real).unwrap();
+    let (_, rep) = check(&cfg, &["node.gpu.gres"]);
+    assert_eq!(status_of(&rep, "node.gpu.gres"), "ok", "{rep}");
+}

@@ -31,6 +31,18 @@ pub const CHECKS: &[(&str, &str)] = &[
         "the driver (NVML) has every NVIDIA GPU that is on the PCI bus",
     ),
     (
+        "node.gpu.gres",
+        "Slurm's view of the GPUs holds: slurm.conf's Gres=gpu:N is not above what the driver lists, and gres.conf's AutoDetect=nvml has the gpu_nvml.so plugin and NVML it needs",
+    ),
+    (
+        "node.gpu.ecc",
+        "no GPU has uncorrectable ECC memory errors since the driver loaded",
+    ),
+    (
+        "node.gpu.pcie",
+        "every GPU's PCIe link runs at its full width",
+    ),
+    (
         "node.gpu.fabric",
         "on NVSwitch and multi-node NVLink systems, every GPU finished its NVLink fabric registration",
     ),
@@ -96,6 +108,14 @@ pub struct Gpu {
     /// Fabric information; `Err` when NVML could not answer (the text says why: an old driver
     /// without the call, an error).
     pub fabric: Result<FabricInfo, String>,
+    /// Uncorrectable ECC errors since the driver loaded (`nvmlDeviceGetTotalEccErrors`, volatile
+    /// counter); `None` where ECC is off or not supported.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub ecc_uncorrected: Option<u64>,
+    /// PCIe link width `(current, max)` in lanes (`nvmlDeviceGetCurrPcieLinkWidth`,
+    /// `nvmlDeviceGetMaxPcieLinkWidth`); `None` when NVML does not say.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pcie_width: Option<(u32, u32)>,
 }
 
 /// What NVML said on this node.
@@ -123,6 +143,22 @@ pub enum Nvml {
     },
 }
 
+/// What Slurm is told about this node's GPUs (slurm.conf, gres.conf, the plugins in PluginDir).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SlurmGpus {
+    /// The node's NodeName.
+    pub node: String,
+    /// `Gres=gpu:N` of the node's slurm.conf line (0: none).
+    pub gres_gpus: u32,
+    /// gres.conf's `AutoDetect=` for the node (lower-case), if any.
+    pub autodetect: Option<String>,
+    /// The PluginDir searched for `gpu_nvml.so`.
+    pub plugin_dir: String,
+    /// Whether `gpu_nvml.so` is in it (Slurm built `--with-nvml`).
+    pub gpu_nvml_plugin: bool,
+}
+
 /// Everything the GPU family judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -134,6 +170,9 @@ pub struct GpuFacts {
     /// Entries of `/proc/driver/nvidia/gpus/` (`None`: the directory is absent, no NVIDIA driver
     /// loaded, or a sandbox that hides it).
     pub proc_gpus: Option<Vec<String>>,
+    /// Slurm's view, when slurm.conf names this node (absent in `launchguard gpu`'s facts).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub slurm: Option<SlurmGpus>,
 }
 
 /// Whether this node is part of a multi-node NVLink (MNNVL) domain, as NVML tells it.
@@ -297,7 +336,113 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
         Nvml::Read { gpus, .. } => fabric_outcome(gpus),
         _ => Outcome::ok("node.gpu.fabric"),
     };
-    vec![nvml, count, fabric]
+    let gres = f.slurm.as_ref().map_or_else(
+        || Outcome::ok("node.gpu.gres"),
+        |s| gres_outcome(s, &f.nvml),
+    );
+    let (ecc, pcie) = match &f.nvml {
+        Nvml::Read { gpus, .. } => (ecc_outcome(gpus), pcie_outcome(gpus)),
+        _ => (Outcome::ok("node.gpu.ecc"), Outcome::ok("node.gpu.pcie")),
+    };
+    vec![nvml, count, gres, ecc, pcie, fabric]
+}
+
+/// `node.gpu.ecc` (NVIDIA's *GPU Memory Error Management* guide: an uncorrectable error means the
+/// GPU's memory returned bad data; the GPU is reset so that row remapping takes effect, and a GPU
+/// whose remapping fails is replaced).
+fn ecc_outcome(gpus: &[Gpu]) -> Outcome {
+    let bad: Vec<String> = gpus
+        .iter()
+        .filter_map(|g| match g.ecc_uncorrected {
+            Some(n) if n > 0 => Some(format!("GPU {} ({n})", g.index)),
+            _ => None,
+        })
+        .collect();
+    if bad.is_empty() {
+        return Outcome::ok("node.gpu.ecc");
+    }
+    Outcome::new(
+        "node.gpu.ecc",
+        Status::Critical,
+        format!(
+            "uncorrectable ECC memory errors since the driver loaded: {}",
+            bad.join(", ")
+        ),
+        "the GPU's memory returned corrupted data: jobs on it crash (Xid 48/63/94) or, worse, compute wrong results",
+        "drain the node, read nvidia-smi -q -d ECC,ROW_REMAPPER, reset the GPU (nvidia-smi -r -i N) or reboot so pending row remaps apply; replace the GPU if errors come back or remapping failed",
+    )
+}
+
+/// `node.gpu.pcie`: the link width does not drop at idle (the link generation does), so a width
+/// below the maximum is a degraded slot, riser or cable (NVIDIA's data-center GPU debug guidance).
+fn pcie_outcome(gpus: &[Gpu]) -> Outcome {
+    let bad: Vec<String> = gpus
+        .iter()
+        .filter_map(|g| match g.pcie_width {
+            Some((cur, max)) if cur > 0 && cur < max => {
+                Some(format!("GPU {} at x{cur} of x{max}", g.index))
+            }
+            _ => None,
+        })
+        .collect();
+    if bad.is_empty() {
+        return Outcome::ok("node.gpu.pcie");
+    }
+    Outcome::new(
+        "node.gpu.pcie",
+        Status::Warning,
+        format!("PCIe link below its full width: {}", bad.join(", ")),
+        "host-to-GPU copies, data loading and GPUDirect RDMA through that link run at a fraction of their bandwidth, with no error",
+        "reseat the GPU (or its riser/cable) at the next maintenance; lspci -vv -s <bus id> shows LnkSta against LnkCap",
+    )
+}
+
+/// `node.gpu.gres`: gres.conf(5) "AutoDetect": `nvml` needs Slurm's `gpu_nvml.so` (a Slurm built
+/// with NVML) and a loadable NVML, else slurmd detects no GPU; slurm.conf(5) "Gres": a node that
+/// registers fewer GPUs than its `Gres=gpu:N` is set INVALID (or drained) by slurmctld.
+fn gres_outcome(s: &SlurmGpus, nvml: &Nvml) -> Outcome {
+    const WHY_AUTO: &str = "slurmd then detects no GPU through NVML, so the node registers fewer GPUs than slurm.conf's Gres=gpu:N (slurmctld marks it INVALID or drains it) or jobs get GPUs without device files";
+    if s.autodetect.as_deref() == Some("nvml") {
+        if !s.gpu_nvml_plugin {
+            return Outcome::new(
+                "node.gpu.gres",
+                Status::Critical,
+                format!(
+                    "gres.conf sets AutoDetect=nvml for {} but this Slurm has no gpu_nvml.so in {} (built without NVML)",
+                    s.node,
+                    super::quote(&s.plugin_dir)
+                ),
+                WHY_AUTO,
+                "install a Slurm built with NVML (configure --with-nvml, so that PluginDir has gpu_nvml.so), or replace AutoDetect=nvml with Name=gpu File=/dev/nvidia[0-N] lines in gres.conf (gres.conf(5)), then restart slurmd",
+            );
+        }
+        if let Nvml::Unavailable(e) = nvml {
+            return Outcome::new(
+                "node.gpu.gres",
+                Status::Critical,
+                format!("gres.conf sets AutoDetect=nvml for {} but NVML cannot be loaded: {e}", s.node),
+                WHY_AUTO,
+                "install the NVML library of the running driver (libnvidia-ml.so.1; gpu_nvml.so may also need the unversioned libnvidia-ml.so of the driver's development package), then restart slurmd",
+            );
+        }
+    }
+    if let Nvml::Read { gpus, .. } = nvml {
+        if s.gres_gpus as usize > gpus.len() {
+            return Outcome::new(
+                "node.gpu.gres",
+                Status::Critical,
+                format!(
+                    "slurm.conf says Gres=gpu:{} for {} but the driver lists {} GPU(s)",
+                    s.gres_gpus,
+                    s.node,
+                    gpus.len()
+                ),
+                "slurmd registers the GPUs it finds: with fewer than configured, slurmctld sets the node INVALID or drains it, and jobs asking for every GPU never start there",
+                "find the missing GPU (node.gpu.count, dmesg Xid lines) and reset or service it, or lower Gres=gpu:N on this node's slurm.conf line until it is back",
+            );
+        }
+    }
+    Outcome::ok("node.gpu.gres")
 }
 
 fn fabric_outcome(gpus: &[Gpu]) -> Outcome {
@@ -375,6 +520,8 @@ mod tests {
             uuid: format!("GPU-{index}"),
             pci_bus_id: format!("00000000:{:02X}:00.0", 0x18 + index),
             fabric,
+            ecc_uncorrected: Some(0),
+            pcie_width: Some((16, 16)),
         }
     }
 
@@ -400,11 +547,86 @@ mod tests {
             },
             pci,
             proc_gpus: None,
+            slurm: None,
         }
     }
 
     fn status(f: &GpuFacts, id: &str) -> Status {
         judge(f).iter().find(|o| o.id == id).expect(id).status
+    }
+
+    fn slurm(gres_gpus: u32, autodetect: Option<&str>, plugin: bool) -> Option<SlurmGpus> {
+        Some(SlurmGpus {
+            node: "gpu-01".into(),
+            gres_gpus,
+            autodetect: autodetect.map(Into::into),
+            plugin_dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm".into(),
+            gpu_nvml_plugin: plugin,
+        })
+    }
+
+    #[test]
+    fn slurms_view_of_the_gpus_is_held_against_the_driver() {
+        let mut f = facts(
+            (0..4)
+                .map(|i| gpu(i, Ok(fab(FabricState::NotSupported, ZERO))))
+                .collect(),
+        );
+        f.slurm = slurm(4, Some("nvml"), true);
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Ok);
+        f.slurm = slurm(8, None, false);
+        let out = judge(&f);
+        let o = out.iter().find(|o| o.id == "node.gpu.gres").unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert!(
+            o.what
+                .contains("Gres=gpu:8 for gpu-01 but the driver lists 4"),
+            "{}",
+            o.what
+        );
+        // AutoDetect=nvml without Slurm's NVML plugin: critical whatever NVML says, even with no
+        // NVIDIA GPU seen here.
+        f.slurm = slurm(4, Some("nvml"), false);
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Critical);
+        f.nvml = Nvml::NotAsked;
+        let out = judge(&f);
+        let o = out.iter().find(|o| o.id == "node.gpu.gres").unwrap();
+        assert!(
+            o.what
+                .contains("no gpu_nvml.so in '/usr/lib/x86_64-linux-gnu/slurm-wlm'"),
+            "{}",
+            o.what
+        );
+        // With the plugin but no NVML library.
+        f.slurm = slurm(4, Some("nvml"), true);
+        f.nvml = Nvml::Unavailable("libnvidia-ml.so.1: cannot open shared object file".into());
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Critical);
+        // Fake or non-NVIDIA GPUs as GRES on a node without NVIDIA hardware: not this check's.
+        f.slurm = slurm(2, None, false);
+        f.nvml = Nvml::NotAsked;
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Ok);
+    }
+
+    #[test]
+    fn ecc_errors_are_critical_and_a_narrow_pcie_link_a_warning() {
+        let mut f = facts(
+            (0..2)
+                .map(|i| gpu(i, Ok(fab(FabricState::NotSupported, ZERO))))
+                .collect(),
+        );
+        assert!(judge(&f).iter().all(|o| o.status == Status::Ok));
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            gpus[1].ecc_uncorrected = Some(3);
+            gpus[0].pcie_width = Some((8, 16));
+            gpus[1].pcie_width = None;
+        }
+        let out = judge(&f);
+        let ecc = out.iter().find(|o| o.id == "node.gpu.ecc").unwrap();
+        assert_eq!(ecc.status, Status::Critical);
+        assert!(ecc.what.ends_with("GPU 1 (3)"), "{}", ecc.what);
+        let pcie = out.iter().find(|o| o.id == "node.gpu.pcie").unwrap();
+        assert_eq!(pcie.status, Status::Warning);
+        assert!(pcie.what.ends_with("GPU 0 at x8 of x16"), "{}", pcie.what);
     }
 
     #[test]
@@ -481,6 +703,7 @@ mod tests {
             nvml: Nvml::Unavailable("libnvidia-ml.so.1: cannot open shared object file".into()),
             pci: vec!["0000:18:00.0".into()],
             proc_gpus: None,
+            slurm: None,
         };
         assert_eq!(status(&f, "node.gpu.nvml"), Status::Warning);
         f.pci.clear();

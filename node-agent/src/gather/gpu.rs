@@ -14,7 +14,7 @@
 
 use super::Ctx;
 use launchguard_core::host::Roots;
-use launchguard_core::node::gpu::{Gpu, GpuFacts, Nvml};
+use launchguard_core::node::gpu::{Gpu, GpuFacts, Nvml, SlurmGpus};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -46,7 +46,8 @@ pub fn gather(ctx: &Ctx) -> GpuFacts {
             return f.clone();
         }
     }
-    let f = gather_at(&ctx.roots, &ctx.nvml);
+    let mut f = gather_at(&ctx.roots, &ctx.nvml);
+    f.slurm = slurm_gpus(ctx);
     *cache = Some((Instant::now(), f.clone()));
     f
 }
@@ -68,7 +69,34 @@ pub fn gather_at(roots: &Roots, source: &NvmlSource) -> GpuFacts {
         nvml,
         pci,
         proc_gpus,
+        slurm: None,
     }
+}
+
+/// Slurm's view of this node's GPUs: `Gres=gpu:N` of its slurm.conf line, gres.conf's `AutoDetect`,
+/// and whether PluginDir has `gpu_nvml.so`; `None` when slurm.conf cannot be read.
+pub fn slurm_gpus(ctx: &Ctx) -> Option<SlurmGpus> {
+    let (_, conf) = ctx.slurm_conf();
+    let conf = conf.ok()?;
+    let node = ctx.slurm_node_name(Some(&conf));
+    let gres_gpus = conf
+        .node(&node)
+        .and_then(|l| l.get("Gres"))
+        .map(launchguard_core::node::slurm_conf::gres_gpu_count)
+        .unwrap_or(0);
+    let gres_conf = super::util::read_text(&ctx.slurm_dir().join("gres.conf")).unwrap_or_default();
+    let dirs = super::pmix::plugin_dirs(ctx, Some(&conf));
+    Some(SlurmGpus {
+        autodetect: launchguard_core::gres::autodetect(&gres_conf, &node),
+        gpu_nvml_plugin: dirs.iter().any(|d| d.join("gpu_nvml.so").exists()),
+        plugin_dir: dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":"),
+        gres_gpus,
+        node,
+    })
 }
 
 /// PCI addresses of NVIDIA (vendor `0x10de`) VGA (`0x0300xx`) and 3D (`0x0302xx`) controllers.
@@ -164,6 +192,16 @@ fn read_nvml_now() -> Nvml {
             uuid: dev.uuid().unwrap_or_default(),
             pci_bus_id: dev.pci_info().map(|p| p.bus_id).unwrap_or_default(),
             fabric: super::nvml_fabric::fabric_info(&nvml, &dev),
+            ecc_uncorrected: dev
+                .total_ecc_errors(
+                    nvml_wrapper::enum_wrappers::device::MemoryError::Uncorrected,
+                    nvml_wrapper::enum_wrappers::device::EccCounter::Volatile,
+                )
+                .ok(),
+            pcie_width: dev
+                .current_pcie_link_width()
+                .and_then(|c| dev.max_pcie_link_width().map(|m| (c, m)))
+                .ok(),
         });
     }
     Nvml::Read {
