@@ -40,7 +40,7 @@ rc=0
 chroot $R launchguard check >&2 || rc=$?
 [ "$rc" -le 3 ] || { echo "test-arm64: launchguard check under arm64 failed (exit $rc)" >&2; exit 1; }
 json=$(chroot $R launchguard check --json 2>/dev/null || true)
-for id in node.munge.roundtrip node.slurm_conf.parse node.imex.service node.imex.channel; do
+for id in node.munge.roundtrip node.slurm_conf.parse node.imex.service node.imex.channel node.gpu.nvml node.gpu.gres; do
   printf '%s' "$json" | grep -q "\"id\":\"$id\"" || { echo "test-arm64: launchguard check --json lacks $id" >&2; exit 1; }
 done
 say "launchguard check ran (exit $rc)"

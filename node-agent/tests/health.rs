@@ -142,7 +142,7 @@ fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
     let hung = config(
         &hd,
         &format!(
-            "disabled = [\"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.devices\", \"node.nccl_env\", \"node.imex\"]\ncheck_timeout_secs = 1\n[munge]\nsocket = \"{}\"\n",
+            "disabled = [\"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.devices\", \"node.nccl_env\", \"node.imex\", \"node.gpu\"]\ncheck_timeout_secs = 1\n[munge]\nsocket = \"{}\"\n",
             sock.display()
         ),
     );
