@@ -74,6 +74,13 @@ pub const RULES: &[Rule] = &[
         why: "ranks on different nodes then run NCCL with different settings, which shows up as slow or hanging collectives",
         fix: "copy the node-wide NCCL environment files from {good} to {nodes}",
     },
+    Rule {
+        fact: "gpu_driver_version",
+        severity: Severity::Warning,
+        what: "NVIDIA driver version (NVML)",
+        why: "GPU nodes on different drivers give a job spanning them different CUDA and NVML behaviour, and Fabric Manager and IMEX must match the driver on every node of an NVLink domain",
+        fix: "install the NVIDIA driver of {good} on {nodes} (drain, upgrade, reboot)",
+    },
 ];
 
 /// One value and the nodes that hold it.
@@ -217,6 +224,22 @@ mod tests {
                 .collect(),
             duration_ms: None,
         }
+    }
+
+    #[test]
+    fn a_gpu_node_on_another_driver_is_named_and_cpu_nodes_are_not() {
+        let r = vec![
+            node("g1", &[("gpu_driver_version", "580.159.04")]),
+            node("g2", &[("gpu_driver_version", "580.159.04")]),
+            node("g3", &[("gpu_driver_version", "570.133.20")]),
+            node("cpu1", &[]),
+        ];
+        let d = compare(&r);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].fact, "gpu_driver_version");
+        assert_eq!(d[0].differing[0].nodes, vec!["g3"]);
+        assert_eq!(d[0].expected.as_ref().unwrap().nodes, vec!["g1", "g2"]);
+        assert_eq!(d[0].missing, vec!["cpu1"]);
     }
 
     #[test]
