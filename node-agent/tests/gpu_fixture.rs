@@ -58,7 +58,8 @@ fn the_real_h200_passes_the_gpu_and_imex_checks() {
     let roots = Roots::under(&t.0);
     let f = gather_at(&roots, &NvmlSource::Canned(canned.nvml.clone()));
     assert_eq!(
-        f, canned,
+        (&f.nvml, &f.pci, &f.proc_gpus),
+        (&canned.nvml, &canned.pci, &canned.proc_gpus),
         "the tree reproduces the PCI and /proc facts of the capture"
     );
     assert!(not_ok(&gpu::judge(&f)).is_empty(), "{:?}", gpu::judge(&f));
@@ -101,6 +102,29 @@ fn the_same_node_in_an_nvlink_domain_is_judged_and_fails_without_imex() {
     assert_eq!(bad.len(), 2, "{bad:?}");
     assert!(bad[0].starts_with("launchguard: node.imex.service: this node's GPUs are in multi-node NVLink domain 5f1e2d3c4b5a69788796a5b4c3d2e1f0/3 but no nvidia-imex daemon runs and /etc/nvidia-imex/config.cfg is missing; "), "{}", bad[0]);
     assert!(bad[1].contains("mknod -m 666 /dev/nvidia-caps-imex-channels/channel0 c 242 0"));
+}
+
+#[test]
+fn an_xid_in_the_kernel_log_is_a_warning_with_nvidias_action() {
+    let (t, canned) = h200_tree("xid");
+    fs::write(t.0.join("proc/uptime"), "90000.00 1.00\n").unwrap();
+    fs::write(
+        t.0.join("dev/kmsg"),
+        "6,1,1000,-;Linux version 6.18\n4,900,82800000000,-;NVRM: Xid (PCI:0000:00:06): 95, pid=4242, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No\n",
+    )
+    .unwrap();
+    let f = gather_at(&Roots::under(&t.0), &NvmlSource::Canned(canned.nvml));
+    let bad = not_ok(&gpu::judge(&f));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("launchguard: node.gpu.xid: the NVIDIA driver logged Xid 95 on GPU 0000:00:06 2 h 0 min ago: an uncontained ECC error; "), "{}", bad[0]);
+    assert_eq!(
+        gpu::judge(&f)
+            .iter()
+            .find(|o| o.id == "node.gpu.xid")
+            .unwrap()
+            .status,
+        Status::Warning
+    );
 }
 
 #[test]

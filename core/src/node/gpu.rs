@@ -43,6 +43,10 @@ pub const CHECKS: &[(&str, &str)] = &[
         "every GPU's PCIe link runs at its full width",
     ),
     (
+        "node.gpu.xid",
+        "the kernel log since boot has no Xid of the kinds NVIDIA classes as a GPU or node fault (warning: the live checks above give the verdict)",
+    ),
+    (
         "node.gpu.fabric",
         "on NVSwitch and multi-node NVLink systems, every GPU finished its NVLink fabric registration",
     ),
@@ -159,6 +163,106 @@ pub struct SlurmGpus {
     pub gpu_nvml_plugin: bool,
 }
 
+/// One `NVRM: Xid (PCI:<bus>): <code>, …` record of the kernel log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct XidEvent {
+    /// Microseconds since boot (the record's timestamp).
+    pub usec: u64,
+    /// The PCI address as the driver writes it (`0000:3b:00`).
+    pub bus: String,
+    /// The Xid code.
+    pub code: u32,
+    /// The rest of the record after the code, clipped.
+    pub text: String,
+}
+
+/// What the kernel log (`/dev/kmsg`, this boot) says of the NVIDIA driver.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
+pub enum KernelLog {
+    /// Not read (no NVIDIA GPU here).
+    #[default]
+    NotAsked,
+    /// Not readable (the text says why: not root, or the agent's unit's `ProtectKernelLogs=`).
+    Unreadable(String),
+    /// Read: seconds since boot, and the Xid records (the first 256).
+    Read {
+        /// `/proc/uptime`, seconds.
+        uptime_s: u64,
+        /// Xid records, oldest first.
+        xids: Vec<XidEvent>,
+    },
+}
+
+/// Reads one kernel log record (`/dev/kmsg`: `prio,seq,usec,flags;message`) into an Xid event when
+/// it is one (`NVRM: Xid (PCI:0000:3b:00): 79, pid=…, GPU has fallen off the bus.`).
+pub fn parse_xid_record(record: &str) -> Option<XidEvent> {
+    let (head, msg) = record.split_once(';')?;
+    let usec = head.split(',').nth(2)?.trim().parse().ok()?;
+    let rest = msg.split_once("NVRM: Xid (")?.1;
+    let (bus, rest) = rest.split_once("):")?;
+    let bus = bus.trim().trim_start_matches("PCI:").to_string();
+    let rest = rest.trim_start();
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let code = digits.parse().ok()?;
+    let text = rest[digits.len()..].trim_start_matches(',').trim();
+    Some(XidEvent {
+        usec,
+        bus,
+        code,
+        text: crate::finding::clip(text, 120),
+    })
+}
+
+/// NVIDIA's *Xid Errors* document's class of a code, for the kinds that point at the GPU, its
+/// memory, its links or its firmware rather than at the application: `(what it is, what to do)`.
+/// Application Xids (13, 31, 43, 45…) and unknown codes give `None`.
+pub fn xid_fault(code: u32) -> Option<(&'static str, &'static str)> {
+    Some(match code {
+        79 => (
+            "the GPU fell off the bus",
+            "reboot; service the GPU if it recurs",
+        ),
+        48 => (
+            "a double-bit ECC memory error",
+            "reset the GPU; service it if it recurs",
+        ),
+        63 => (
+            "an ECC page retirement or row remap is pending",
+            "reset the GPU to apply it",
+        ),
+        64 => (
+            "an ECC page retirement or row remap failed",
+            "service the GPU",
+        ),
+        92 => (
+            "a high single-bit ECC error rate",
+            "watch it; service the GPU if it grows",
+        ),
+        94 => (
+            "a contained ECC error (the application was stopped)",
+            "reset the GPU when idle",
+        ),
+        95 => ("an uncontained ECC error", "reset the GPU"),
+        140 => ("an unrecovered ECC error", "reset the GPU"),
+        74 => (
+            "an NVLink error",
+            "reset the GPU; check the NVLink links and cabling",
+        ),
+        61 | 62 => ("an internal micro-controller error", "reset the GPU"),
+        119 | 120 => (
+            "a GPU System Processor (GSP) error or timeout",
+            "reset the GPU or reboot",
+        ),
+        _ => return None,
+    })
+}
+
 /// Everything the GPU family judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -173,6 +277,9 @@ pub struct GpuFacts {
     /// Slurm's view, when slurm.conf names this node (absent in `launchguard gpu`'s facts).
     #[cfg_attr(feature = "serde", serde(default))]
     pub slurm: Option<SlurmGpus>,
+    /// The kernel log's Xid records (read only where NVIDIA GPUs are).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub kernel: KernelLog,
 }
 
 /// Whether this node is part of a multi-node NVLink (MNNVL) domain, as NVML tells it.
@@ -344,7 +451,49 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
         Nvml::Read { gpus, .. } => (ecc_outcome(gpus), pcie_outcome(gpus)),
         _ => (Outcome::ok("node.gpu.ecc"), Outcome::ok("node.gpu.pcie")),
     };
-    vec![nvml, count, gres, ecc, pcie, fabric]
+    vec![nvml, count, gres, ecc, pcie, xid_outcome(&f.kernel), fabric]
+}
+
+/// `node.gpu.xid`: a WARNING naming the worst node-fault Xid of this boot with its age and NVIDIA's
+/// action. Never CRITICAL: the record stays in the log after the GPU was reset, while the live checks
+/// (`count`, `ecc`, `fabric`, NVML timing out) say whether the fault is still there.
+fn xid_outcome(k: &KernelLog) -> Outcome {
+    let KernelLog::Read { uptime_s, xids } = k else {
+        return Outcome::ok("node.gpu.xid");
+    };
+    let faults: Vec<&XidEvent> = xids
+        .iter()
+        .filter(|x| xid_fault(x.code).is_some())
+        .collect();
+    let Some(last) = faults.last() else {
+        return Outcome::ok("node.gpu.xid");
+    };
+    let (kind, action) = xid_fault(last.code).unwrap_or(("", ""));
+    let age = uptime_s.saturating_sub(last.usec / 1_000_000);
+    let age = if age >= 3600 {
+        format!("{} h {} min ago", age / 3600, age % 3600 / 60)
+    } else {
+        format!("{} min ago", age / 60)
+    };
+    let more = if faults.len() > 1 {
+        format!(" ({} such records since boot, codes {})", faults.len(), {
+            let mut c: Vec<String> = faults.iter().map(|x| x.code.to_string()).collect();
+            c.dedup();
+            c.join(",")
+        })
+    } else {
+        String::new()
+    };
+    Outcome::new(
+        "node.gpu.xid",
+        Status::Warning,
+        format!(
+            "the NVIDIA driver logged Xid {} on GPU {} {age}: {kind}{more}",
+            last.code, last.bus
+        ),
+        "a GPU, memory, link or firmware fault, not the application's: jobs on that GPU failed then, and may again if the fault stays (the other node.gpu checks show whether it does)",
+        format!("{action} (NVIDIA's Xid Errors document); dmesg | grep Xid shows every record, and nvidia-smi -q the GPU's state now"),
+    )
 }
 
 /// `node.gpu.ecc` (NVIDIA's *GPU Memory Error Management* guide: an uncorrectable error means the
@@ -548,6 +697,7 @@ mod tests {
             pci,
             proc_gpus: None,
             slurm: None,
+            kernel: KernelLog::NotAsked,
         }
     }
 
@@ -630,6 +780,50 @@ mod tests {
     }
 
     #[test]
+    fn xid_records_are_read_and_only_node_faults_warn() {
+        let r = "4,1520,98765432100,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.";
+        let x = parse_xid_record(r).unwrap();
+        assert_eq!(
+            (x.usec, x.bus.as_str(), x.code),
+            (98_765_432_100, "0000:3b:00", 79)
+        );
+        assert!(x.text.starts_with("pid=1234"), "{}", x.text);
+        assert_eq!(
+            parse_xid_record("6,1,2,-;nvidia-modeset: Loading NVIDIA Kernel Mode Setting"),
+            None
+        );
+        let app =
+            parse_xid_record("4,9,1000000,-;NVRM: Xid (PCI:0000:18:00): 31, pid=7, MMU Fault")
+                .unwrap();
+        let mut f = facts(vec![gpu(0, Ok(fab(FabricState::NotSupported, ZERO)))]);
+        f.kernel = KernelLog::Read {
+            uptime_s: 100_000,
+            xids: vec![app.clone()],
+        };
+        assert_eq!(
+            status(&f, "node.gpu.xid"),
+            Status::Ok,
+            "an application Xid is not a node fault"
+        );
+        f.kernel = KernelLog::Read {
+            uptime_s: 103_085,
+            xids: vec![app, x],
+        };
+        let out = judge(&f);
+        let o = out.iter().find(|o| o.id == "node.gpu.xid").unwrap();
+        assert_eq!(o.status, Status::Warning);
+        assert!(
+            o.what
+                .contains("Xid 79 on GPU 0000:3b:00 1 h 12 min ago: the GPU fell off the bus"),
+            "{}",
+            o.what
+        );
+        assert!(o.fix.starts_with("reboot"), "{}", o.fix);
+        f.kernel = KernelLog::Unreadable("Operation not permitted".into());
+        assert_eq!(status(&f, "node.gpu.xid"), Status::Ok);
+    }
+
+    #[test]
     fn bus_ids_are_compared_in_sysfs_form() {
         assert_eq!(sysfs_bus_id("00000000:18:00.0"), "0000:18:00.0");
         assert_eq!(sysfs_bus_id("00000001:AB:00.0"), "0001:ab:00.0");
@@ -704,6 +898,7 @@ mod tests {
             pci: vec!["0000:18:00.0".into()],
             proc_gpus: None,
             slurm: None,
+            kernel: KernelLog::NotAsked,
         };
         assert_eq!(status(&f, "node.gpu.nvml"), Status::Warning);
         f.pci.clear();

@@ -14,7 +14,7 @@
 
 use super::Ctx;
 use launchguard_core::host::Roots;
-use launchguard_core::node::gpu::{Gpu, GpuFacts, Nvml, SlurmGpus};
+use launchguard_core::node::gpu::{Gpu, GpuFacts, KernelLog, Nvml, SlurmGpus};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -65,12 +65,73 @@ pub fn gather_at(roots: &Roots, source: &NvmlSource) -> GpuFacts {
         }
         NvmlSource::System => read_nvml(NVML_DEADLINE),
     };
+    let gpus_here = !pci.is_empty() || proc_gpus.is_some() || matches!(nvml, Nvml::Read { .. });
     GpuFacts {
+        kernel: if gpus_here {
+            kernel_log(roots)
+        } else {
+            KernelLog::NotAsked
+        },
         nvml,
         pci,
         proc_gpus,
         slurm: None,
     }
+}
+
+/// Most kernel log bytes read (the ring buffer is a few MiB at most).
+const KMSG_MAX_BYTES: usize = 16 << 20;
+/// Most Xid records kept.
+const MAX_XIDS: usize = 256;
+
+/// The NVIDIA driver's Xid records of this boot from `<dev>/kmsg`, read without blocking (one
+/// record per read on `/dev/kmsg`; a fixture file gives many lines per read), and the uptime.
+pub fn kernel_log(roots: &Roots) -> KernelLog {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let uptime_s = super::util::read_text(&roots.proc.join("uptime"))
+        .ok()
+        .and_then(|t| t.split('.').next().and_then(|s| s.trim().parse().ok()))
+        .unwrap_or(0);
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits() | nix::fcntl::OFlag::O_NOCTTY.bits())
+        .open(roots.dev.join("kmsg"))
+    {
+        Ok(f) => f,
+        Err(e) => return KernelLog::Unreadable(e.to_string()),
+    };
+    let mut xids = vec![];
+    let mut buf = vec![0u8; 64 << 10];
+    let mut carry = Vec::new();
+    let mut total = 0usize;
+    while total < KMSG_MAX_BYTES {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            // EPIPE: a record was overwritten while reading; the next read goes on.
+            Err(e) if e.raw_os_error() == Some(nix::libc::EPIPE) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // EAGAIN: the end of the buffer.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return KernelLog::Unreadable(e.to_string()),
+        };
+        total += n;
+        carry.extend_from_slice(&buf[..n]);
+        let mut start = 0;
+        while let Some(i) = carry[start..].iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&carry[start..start + i]);
+            // Continuation lines (` KEY=value`) carry no message.
+            if !line.starts_with(' ') && xids.len() < MAX_XIDS {
+                if let Some(x) = launchguard_core::node::gpu::parse_xid_record(&line) {
+                    xids.push(x);
+                }
+            }
+            start += i + 1;
+        }
+        carry.drain(..start);
+    }
+    KernelLog::Read { uptime_s, xids }
 }
 
 /// Slurm's view of this node's GPUs: `Gres=gpu:N` of its slurm.conf line, gres.conf's `AutoDetect`,
@@ -234,6 +295,25 @@ mod tests {
         assert_eq!(proc_gpus(&roots.proc), None);
         let f = gather_at(&roots, &NvmlSource::Canned(Nvml::NotAsked));
         assert_eq!(f.pci.len(), 2);
+        // GPUs here: the kernel log is read (a fixture file in place of /dev/kmsg).
+        assert!(
+            matches!(f.kernel, KernelLog::Unreadable(_)),
+            "{:?}",
+            f.kernel
+        );
+        std::fs::create_dir_all(base.join("dev")).unwrap();
+        std::fs::create_dir_all(base.join("proc")).unwrap();
+        std::fs::write(base.join("proc/uptime"), "7200.51 14000.00\n").unwrap();
+        std::fs::write(
+            base.join("dev/kmsg"),
+            "6,1,5,-;Linux version 6.1\n SUBSYSTEM=x\n4,77,3600000000,-;NVRM: Xid (PCI:0000:18:00): 48, pid=9, DBE (0x1) detected\n",
+        )
+        .unwrap();
+        let f = gather_at(&roots, &NvmlSource::Canned(Nvml::NotAsked));
+        let KernelLog::Read { uptime_s, xids } = &f.kernel else {
+            panic!("{:?}", f.kernel)
+        };
+        assert_eq!((*uptime_s, xids.len(), xids[0].code), (7200, 1, 48));
         std::fs::remove_dir_all(&base).unwrap();
     }
 
