@@ -352,6 +352,21 @@ fn state_name(s: FabricState) -> &'static str {
 /// The sweep facts of this family: `(name, value)` pairs every node publishes so that `launchguard
 /// sweep` can compare them (driver and CUDA versions, GPU count and model, NVLink domain).
 pub fn facts(f: &GpuFacts) -> Vec<(&'static str, String)> {
+    let mut v = nvml_facts(f);
+    match &f.kernel {
+        KernelLog::NotAsked => {}
+        // Said, not hidden: the agent's unit (ProtectKernelLogs=yes) cannot read the kernel log, so
+        // its node.gpu.xid is OK without having looked; `launchguard check` as root looks.
+        KernelLog::Unreadable(e) => v.push(("gpu_kernel_log", format!("not read: {e}"))),
+        KernelLog::Read { xids, .. } => v.push((
+            "gpu_kernel_log",
+            format!("read: {} Xid record(s) this boot", xids.len()),
+        )),
+    }
+    v
+}
+
+fn nvml_facts(f: &GpuFacts) -> Vec<(&'static str, String)> {
     match &f.nvml {
         Nvml::Read {
             driver_version,
