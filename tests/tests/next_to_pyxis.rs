@@ -337,6 +337,50 @@ fn nccl_environment_is_judged_per_fabric() {
     }
 }
 
+/// Issue 24 item 7 / issue 30: on a GPU step, an `NCCL_SOCKET_IFNAME` that leaves NCCL no interface
+/// of the node surely fails NCCL's bootstrap, so enforce mode stops the step with the fix; one that
+/// leaves only loopback is a warning and the step runs.
+#[test]
+fn a_socket_ifname_that_leaves_no_interface_stops_a_gpu_step() {
+    let _g = lock();
+    plugstack("mode=enforce cpus_per_task=off");
+    let r = srun(
+        As::User,
+        &[
+            "--gres=gpu:1",
+            "--export=ALL,NCCL_SOCKET_IFNAME=nosuchif0",
+            "echo",
+            "ran",
+        ],
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(!r.stdout.contains("ran"), "{r:#?}");
+    let f = r.findings();
+    assert_eq!(f.len(), 1, "{r:#?}");
+    assert!(
+        f[0].starts_with("launchguard: launch.nccl_env: NCCL_SOCKET_IFNAME=nosuchif0 names no interface of this node (it has ")
+            && f[0].contains("every rank fails at init (rule any.socket_ifname)"),
+        "{}",
+        f[0]
+    );
+    let r = srun(
+        As::User,
+        &[
+            "--gres=gpu:1",
+            "--export=ALL,NCCL_SOCKET_IFNAME=lo",
+            "echo",
+            "ran",
+        ],
+    );
+    assert_eq!((r.code, r.stdout.as_str()), (0, "ran\n"), "{r:#?}");
+    assert!(
+        r.findings()
+            .iter()
+            .any(|l| l.contains("selects only a loopback or container bridge interface (lo)")),
+        "{r:#?}"
+    );
+}
+
 #[test]
 fn admin_nccl_rules_extend_the_table() {
     let _g = lock();

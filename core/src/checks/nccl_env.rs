@@ -359,14 +359,18 @@ fn unsuitable_interface(name: &str) -> bool {
             .any(|p| name.starts_with(p))
 }
 
-/// What is wrong with `NCCL_SOCKET_IFNAME` on a node with `interfaces`, if anything. NCCL reads the
-/// value as a comma-separated list of name prefixes; a leading `=` makes the whole list exact names and
-/// a leading `^` makes it an exclusion list (NCCL environment variables documentation).
-fn interface_problem(value: &str, interfaces: &[String]) -> Option<String> {
+/// What is wrong with `NCCL_SOCKET_IFNAME` on a node with `interfaces`, if anything, and whether it
+/// is fatal. NCCL reads the value as a comma-separated list of name prefixes; a leading `=` makes the
+/// whole list exact names and a leading `^` makes it an exclusion list (NCCL environment variables
+/// documentation). When nothing is left to use, NCCL's bootstrap finds no socket interface and every
+/// rank fails at init (fatal); when only loopback or container bridges are left, single-node runs
+/// work and multi-node ones cannot connect (a warning).
+fn interface_problem(value: &str, interfaces: &[String]) -> Option<(String, bool)> {
     let value = value.trim();
-    if value.starts_with('^') {
-        return None;
-    }
+    let (exclude, value) = match value.strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
     let (exact, list) = match value.strip_prefix('=') {
         Some(rest) => (true, rest),
         None => (false, value),
@@ -376,38 +380,43 @@ fn interface_problem(value: &str, interfaces: &[String]) -> Option<String> {
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .collect();
-    if wanted.is_empty() {
+    if wanted.is_empty() || interfaces.is_empty() {
         return None;
     }
-    let matched: Vec<&String> = interfaces
-        .iter()
-        .filter(|i| {
-            wanted.iter().any(|w| {
-                if exact {
-                    i.as_str() == *w
-                } else {
-                    i.starts_with(w)
-                }
-            })
+    let named = |i: &String| {
+        wanted.iter().any(|w| {
+            if exact {
+                i.as_str() == *w
+            } else {
+                i.starts_with(w)
+            }
         })
-        .collect();
+    };
+    let matched: Vec<&String> = interfaces.iter().filter(|i| named(i) != exclude).collect();
     if matched.is_empty() {
-        return Some(format!(
-            "names no interface of this node (it has {})",
-            clip(&interfaces.join(", "), 80)
+        return Some((
+            format!(
+                "{} no interface of this node (it has {}): NCCL's bootstrap finds no socket interface and every rank fails at init",
+                if exclude { "leaves" } else { "names" },
+                clip(&interfaces.join(", "), 80)
+            ),
+            true,
         ));
     }
-    if matched.iter().all(|i| unsuitable_interface(i)) {
-        return Some(format!(
-            "selects only a loopback or container bridge interface ({})",
-            clip(
-                &matched
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                60
-            )
+    if !exclude && matched.iter().all(|i| unsuitable_interface(i)) {
+        return Some((
+            format!(
+                "selects only a loopback or container bridge interface ({})",
+                clip(
+                    &matched
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    60
+                )
+            ),
+            false,
         ));
     }
     None
@@ -633,10 +642,26 @@ pub fn check_in(vars: &[(String, String)], ctx: &Context, rules: &[Rule]) -> Vec
                 .then(|| format!("{name}={} is set", clip(value, 40))),
             Cond::Not(list) => (!list.iter().any(|p| matches_value(p, value)))
                 .then(|| format!("{name}={} is set", clip(value, 40))),
-            Cond::Interface => ctx
-                .interfaces
-                .and_then(|ifs| interface_problem(value, ifs))
-                .map(|p| format!("{name}={} {p}", clip(value, 40))),
+            Cond::Interface => match ctx.interfaces.and_then(|ifs| interface_problem(value, ifs)) {
+                Some((p, true)) => {
+                    // Surely fails: an error (rejected in enforce mode) on a GPU step, where NCCL
+                    // runs; elsewhere the variable may be unused, so it stays a warning.
+                    let mut f = finding(
+                        r,
+                        fabric,
+                        format!("{name}={} {p}", clip(value, 40)),
+                        &hits,
+                        ctx.from_image,
+                    );
+                    if ctx.gpu_step != Some(false) {
+                        f.severity = Severity::Error;
+                    }
+                    out.push(f);
+                    continue;
+                }
+                Some((p, false)) => Some(format!("{name}={} {p}", clip(value, 40))),
+                None => None,
+            },
             Cond::IbHca => ctx
                 .hcas
                 .and_then(|h| ib_hca_problem(value, h))
@@ -912,6 +937,35 @@ mod tests {
             let got = names(&check(&env(vars), *fabric, Some(&ifs), &rules));
             assert_eq!(got, want.to_vec(), "{vars:?} {fabric:?}");
         }
+    }
+
+    /// Issue 24 item 7 / issue 30: a value that leaves NCCL no interface surely fails NCCL's
+    /// bootstrap (`Bootstrap : no socket interface found`): an error on a GPU step; one that leaves
+    /// only loopback or bridges is a warning.
+    #[test]
+    fn a_socket_ifname_that_leaves_no_interface_is_an_error_on_gpu_steps() {
+        let ifs = vec!["eth0".to_string(), "lo".to_string(), "docker0".to_string()];
+        let sev = |v: &str, gpu: Option<bool>| {
+            let f = check_in(
+                &env(&[("NCCL_SOCKET_IFNAME", v)]),
+                &Context {
+                    interfaces: Some(&ifs),
+                    gpu_step: gpu,
+                    ..Context::default()
+                },
+                &builtin_rules(),
+            );
+            f.first().map(|f| (f.severity, f.what.clone()))
+        };
+        for v in ["=nosuchif0", "ib", "^eth,lo,docker"] {
+            let (s, what) = sev(v, Some(true)).unwrap();
+            assert_eq!(s, Severity::Error, "{v}: {what}");
+            assert!(what.contains("every rank fails at init"), "{v}: {what}");
+            assert_eq!(sev(v, Some(false)).unwrap().0, Severity::Warning, "{v}");
+        }
+        assert_eq!(sev("lo", Some(true)).unwrap().0, Severity::Warning);
+        assert_eq!(sev("^docker,lo", Some(true)), None);
+        assert_eq!(sev("=eth0", Some(true)), None);
     }
 
     #[test]
