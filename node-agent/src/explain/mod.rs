@@ -410,6 +410,17 @@ fn print_text(rep: &Report, verbose: bool) {
         }
     }
     let count = |s: Severity| rep.findings.iter().filter(|f| f.severity == s).count();
+    // `-` is standard input; "1 line", "2 lines".
+    let input = if rep.input == "-" {
+        "standard input"
+    } else {
+        rep.input.as_str()
+    };
+    let lines = format!(
+        "{} line{}",
+        rep.lines,
+        if rep.lines == 1 { "" } else { "s" }
+    );
     let mut notes = String::new();
     if rep.more_findings > 0 {
         notes.push_str(&format!(
@@ -428,22 +439,19 @@ fn print_text(rep: &Report, verbose: bool) {
         let what = if rep.bytes == 0 {
             "it is empty".to_string()
         } else {
-            format!("no known symptom in {} lines", rep.lines)
+            format!("no known symptom in {lines}")
         };
         println!(
-            "{}: OK — {what} (launchguard explain --list shows the symptoms it knows){notes}",
-            rep.input
+            "{input}: OK — {what} (launchguard explain --list shows the symptoms it knows){notes}"
         );
     } else {
         let n = rep.findings.len();
         println!(
-            "{}: {} — {n} known symptom{} ({} critical, {} warning) in {} lines{notes}",
-            rep.input,
+            "{input}: {} — {n} known symptom{} ({} critical, {} warning) in {lines}{notes}",
             rep.status.to_uppercase(),
             if n == 1 { "" } else { "s" },
             count(Severity::Critical),
             count(Severity::Warning),
-            rep.lines
         );
     }
 }
