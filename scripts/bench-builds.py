@@ -39,7 +39,7 @@ def main() -> int:
     ap.add_argument("--new", default=os.path.join(ROOT, "target", "release"), help="the new build's (default: this checkout's)")
     ap.add_argument("--runs", type=int, default=60, help="rounds (default 60)")
     ap.add_argument("--args", default="mode=warn", help="plugstack arguments when listed")
-    ap.add_argument("--dropin", default="/etc/slurm/plugstack.conf.d/50-launchguard.conf")
+    ap.add_argument("--dropin", default="/etc/slurm/plugstack.conf.d/zz-launchguard.conf")
     a = ap.parse_args()
     builds = {}
     for name, d in (("old", a.old), ("new", a.new)):

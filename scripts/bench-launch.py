@@ -25,7 +25,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=100, help="runs per case (default 100)")
     ap.add_argument("--args", default="mode=warn", help="plugstack arguments when listed")
     ap.add_argument("--srun", default="srun", help="srun command (e.g. 'chroot /srv/trixie srun')")
-    ap.add_argument("--dropin", default="/etc/slurm/plugstack.conf.d/50-launchguard.conf")
+    ap.add_argument("--dropin", default="/etc/slurm/plugstack.conf.d/zz-launchguard.conf")
     ap.add_argument("--plugin", default=PLUGIN, help="plugin path as seen by srun")
     ap.add_argument("--label", default="", help="label printed with the results")
     ap.add_argument("--cluster", choices=["host", "trixie"], help="shortcut: srun, drop-in and label of a scripts/cluster.sh cluster")

@@ -45,7 +45,10 @@ CONF_DIR=/etc/slurm
 MARK="# written by launchguard scripts/cluster.sh"
 PLUGIN_DIR=/usr/local/lib/launchguard
 PLUGIN_SO=$PLUGIN_DIR/spank_launchguard.so
-DROPIN=$CONF_DIR/plugstack.conf.d/50-launchguard.conf
+# The package's name for the line (it sorts after Pyxis's pyxis.conf); OLD_DROPIN is the name this
+# script wrote before, removed wherever the line is written or removed so no node lists launchguard twice.
+DROPIN=$CONF_DIR/plugstack.conf.d/zz-launchguard.conf
+OLD_DROPIN=$CONF_DIR/plugstack.conf.d/50-launchguard.conf
 TEST_USER=lgtest
 NODE=$(hostname -s)
 
@@ -280,6 +283,7 @@ install_plugin() {
   mkdir -p "$R$PLUGIN_DIR"
   cp "$so" "$R$PLUGIN_SO.tmp" && chmod 755 "$R$PLUGIN_SO.tmp" && mv -f "$R$PLUGIN_SO.tmp" "$R$PLUGIN_SO"
   echo "required $PLUGIN_SO $*" > "$R$DROPIN.tmp" && mv -f "$R$DROPIN.tmp" "$R$DROPIN"
+  rm -f "$R$OLD_DROPIN"
   log "plugstack: $(cat "$R$DROPIN")"
 }
 
@@ -332,7 +336,7 @@ case "${1:-}" in
     add_user
     write_config
     # Start clean: a leftover launchguard line pointing at a missing .so would stop slurmd from starting.
-    rm -f "$R$DROPIN"
+    rm -f "$R$DROPIN" "$R$OLD_DROPIN"
     start_slurm
     log "cluster up: $(on srun --version), node $NODE ($(on sinfo -h -o '%G' -n "$NODE")), user $TEST_USER"
     ;;
@@ -343,7 +347,7 @@ case "${1:-}" in
     log "prepared: $(on srun --version)"
     ;;
   down)
-    rm -f "$R$DROPIN"
+    rm -f "$R$DROPIN" "$R$OLD_DROPIN"
     [ -n "$R" ] || stop_pidfile "$AGENT_PID"
     stop_pidfile "$R/run/slurmd.pid"
     stop_pidfile "$R/run/slurmctld.pid"
@@ -371,7 +375,7 @@ case "${1:-}" in
     shift; install_plugin "$@"
     ;;
   remove-plugin)
-    rm -f "$R$DROPIN"
+    rm -f "$R$DROPIN" "$R$OLD_DROPIN"
     ;;
   install-bin)
     install_bin

@@ -36,7 +36,7 @@ show() {  # show 'what this launch is' cmd…   — runs as lgtest in /tmp, prin
 
 mode() {
   scripts/cluster.sh install-plugin "$@" 2>/dev/null
-  printf '\n%s== plugstack: %s%s\n' "$H" "$(cat /etc/slurm/plugstack.conf.d/50-launchguard.conf)" "$N"
+  printf '\n%s== plugstack: %s%s\n' "$H" "$(cat /etc/slurm/plugstack.conf.d/zz-launchguard.conf)" "$N"
 }
 
 cat > $JOBDIR/train.sh <<'JOB'
@@ -68,7 +68,7 @@ scripts/cluster.sh install-plugin mode=warn 2>/dev/null
 printf '\n%sThe node agent has been receiving these launches:%s\n$ launchguard status\n' "$B" "$N"
 set +e; launchguard status --limit 5 2>&1 | sed 's/^/  /'; printf '  %s→ exit %s%s\n' "$D" "${PIPESTATUS[0]}" "$N"; set -e
 echo
-echo "demo: done. Left running: the cluster, with launchguard in warn mode (/etc/slurm/plugstack.conf.d/50-launchguard.conf)," >&2
+echo "demo: done. Left running: the cluster, with launchguard in warn mode (/etc/slurm/plugstack.conf.d/zz-launchguard.conf)," >&2
 echo "      and the agent without systemd (scripts/cluster.sh agent-up; log /var/log/launchguard-agent.log);" >&2
 echo "      launchguard is on PATH (/usr/local/bin/launchguard, built at target/release/launchguard)." >&2
 echo "      Try srun yourself as 'runuser -u lgtest -- srun …', 'launchguard status', 'launchguard check';" >&2

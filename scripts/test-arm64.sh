@@ -29,7 +29,7 @@ RPM=$(ls target/packages/launchguard-*.slurm22.05.aarch64.rpm)
 say "built $(du -h "$DEB" | cut -f1) $DEB and $(du -h "$RPM" | cut -f1) $RPM"
 dpkg-deb -f "$DEB" Architecture | grep -qx arm64
 dpkg-deb -c "$DEB" | grep -q "\./usr/lib/aarch64-linux-gnu/slurm-wlm/spank_launchguard.so"
-dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./usr/share/launchguard/plugstack.conf.d/50-launchguard.conf |
+dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf |
   grep -qx "required $SO mode=warn"
 cp "$DEB" "$R/tmp/launchguard_arm64.deb"
 # The chroot has no systemd running: postinst's systemctl calls are skipped there (no /run/systemd/system).
@@ -48,7 +48,7 @@ skip=(); for s in "${SKIP[@]}"; do skip+=(--skip "$s"); done
 LG_CLUSTER=arm64 LG_PLUGIN_SO=$R$SO LG_SLURM_TESTS=1 cargo test --release -p launchguard-tests -- "${skip[@]}"
 say "launch tests done"
 chroot $R launchguard --version >/dev/null
-rm -f "$R/etc/slurm/plugstack.conf.d/50-launchguard.conf"
+rm -f "$R/etc/slurm/plugstack.conf.d/zz-launchguard.conf"
 chroot $R dpkg --purge launchguard >&2
 [ ! -e "$R$SO" ]
 LG_CLUSTER=arm64 LG_PLUGIN_SO=target/aarch64-unknown-linux-gnu/release/libspank_launchguard.so \

@@ -12,7 +12,7 @@
 #      to a missing .so is shown to break srun, then the documented order (line first, then
 #      dpkg --purge) leaves no file behind and srun works.
 #
-# The cluster's own drop-in (/etc/slurm/plugstack.conf.d/50-launchguard.conf, the dev build from
+# The cluster's own drop-in (/etc/slurm/plugstack.conf.d/zz-launchguard.conf, the dev build from
 # `cluster.sh install-plugin`) is moved aside for the test and put back on exit; /etc/slurm is
 # otherwise compared before and after. Prints one `test result:` line in cargo's format, which
 # scripts/test.sh counts. Exits 1 if any check failed.
@@ -30,7 +30,7 @@ SO=/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so
 SNIPPET=/usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf
 UNIT=/lib/systemd/system/launchguard-agent.service
 DROPDIR=/etc/slurm/plugstack.conf.d
-DROPIN=$DROPDIR/50-launchguard.conf
+DROPIN=$DROPDIR/zz-launchguard.conf
 MISSING=$DROPDIR/99-lg-test-missing.conf
 WORK=$(mktemp -d /tmp/launchguard-test-package.XXXXXX)
 PASS=0
@@ -159,7 +159,7 @@ echo "test-package: 3. dpkg -i" >&2
 # Take the cluster's dev drop-in out of plugstack for the test (put back by cleanup).
 if [ -e "$DROPIN" ] || [ -L "$DROPIN" ]; then mv -f "$DROPIN" "$WORK/dropin.saved"; fi
 MOVED=yes
-( cd /etc/slurm && find . -path ./plugstack.conf.d/50-launchguard.conf -prune -o -type f -print0 | sort -z | xargs -0 sha256sum ) >"$WORK/etc-slurm.before"
+( cd /etc/slurm && find . -path ./plugstack.conf.d/zz-launchguard.conf -prune -o -type f -print0 | sort -z | xargs -0 sha256sum ) >"$WORK/etc-slurm.before"
 if dpkg-query -W -f='${Status}' "$PKG" 2>/dev/null | grep -q 'ok installed'; then dpkg_wait --purge "$PKG" >/dev/null; fi
 SHOW_LINES=20 run dpkg-install dpkg_wait -i "$DEB"
 check "dpkg -i installs the .deb" [ "$(rc dpkg-install)" = 0 ]
@@ -267,7 +267,7 @@ done
 run srun-after-purge srun -c 2 --gres=gpu:1 echo ran
 check "after the purge srun still works" \
   bash -c "[ $(rc srun-after-purge) = 0 ] && grep -qx ran '$WORK/srun-after-purge.out'"
-( cd /etc/slurm && find . -path ./plugstack.conf.d/50-launchguard.conf -prune -o -type f -print0 | sort -z | xargs -0 sha256sum ) >"$WORK/etc-slurm.after"
+( cd /etc/slurm && find . -path ./plugstack.conf.d/zz-launchguard.conf -prune -o -type f -print0 | sort -z | xargs -0 sha256sum ) >"$WORK/etc-slurm.after"
 check "the package never changed a file under /etc/slurm" cmp -s "$WORK/etc-slurm.before" "$WORK/etc-slurm.after"
 
 status=ok

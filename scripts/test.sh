@@ -7,15 +7,29 @@
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 10; 0 skips fuzzing)
 #   LG_RELEASES="host trixie"   which clusters to test (default both)
 #   LG_ARM64=0                   skips the arm64 stage (Grace nodes, emulated; see below)
+# It ends with `tests: N passed, N failed, N skipped`, on success and failure alike. On a failure it
+# also prints the stage that failed, the command that reruns exactly the failed test (with the
+# variables the cluster tests need) or the stage, and which clusters it left running
+# (scripts/lib/teststage.sh, scripts/lib/testlog.py). A skipped test fails the run, except the
+# real-Pyxis test where Pyxis is not installed, which the closing line names as an accepted skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/teststage.sh
 # Cluster tests are compiled in only with LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs); here they must
 # all run, and the closing line fails the run if any test was ignored.
 export LG_SLURM_TESTS=1
 RELEASES=${LG_RELEASES:-host trixie}
 LOG=$(mktemp /tmp/launchguard-test.XXXXXX)
+TESTLOG=$LOG
 # say WHAT: one progress line with the seconds since the start, so a slow stage shows in CI's log.
 say() { echo "test: $* (at ${SECONDS} s)" >&2; }
+# Until the first stage line: a failure here is in bringing the clusters up.
+STAGE="bringing up the test clusters"
+RERUN="scripts/cluster.sh up && scripts/multinode.sh up 3"
+# The closing count is printed once: by the last line on success, by the EXIT trap on a failure.
+SUMMARY_PRINTED=0
+# Replaced by the full trap once the background chains run.
+trap 'rc=$?; if [ "$rc" != 0 ]; then test_failed "$rc" || true; fi; rm -f "$LOG" || true' EXIT
 
 case " $RELEASES " in *" host "*) HOST=1 ;; *) HOST=0 ;; esac
 ARM64=${LG_ARM64:-1}
@@ -55,7 +69,7 @@ PREP_PID=$!
 TOOLS_PID=$!
 set +m
 # (Each part `|| true`: under set -e a failing command in an EXIT trap would become the run's status.)
-trap 'kill -TERM -- "-$PREP_PID" "-$TOOLS_PID" 2>/dev/null || true; wait "$PREP_PID" "$TOOLS_PID" 2>/dev/null || true; rm -f "$LOG" || true; rm -rf "$PREP" || true' EXIT
+trap 'rc=$?; kill -TERM -- "-$PREP_PID" "-$TOOLS_PID" 2>/dev/null || true; wait "$PREP_PID" "$TOOLS_PID" 2>/dev/null || true; if [ "$rc" != 0 ] && [ "$SUMMARY_PRINTED" = 0 ]; then test_failed "$rc" || true; fi; rm -f "$LOG" || true; rm -rf "$PREP" || true' EXIT
 # ready NAME CHAIN: waits until the background CHAIN (prep or tools) has made NAME; fails the run with
 # the chain's log if it ended without making NAME.
 ready() {
@@ -70,24 +84,27 @@ ready() {
 }
 # The repository tests itself: nothing may cite or read material a reader of it does not have (the
 # project's private design notes or the ../shared folder beside its checkout).
-say "no citations of files outside the repository"
+stage "no citations of files outside the repository" "git grep -niE 'seeds? ?0[0-9]{2}|seed_0[0-9]{2}|spank-facts|\.\./shared' -- . ':!scripts/test.sh'"
 if git grep -niE 'seeds? ?0[0-9]{2}|seed_0[0-9]{2}|spank-facts|\.\./shared' -- . ':!scripts/test.sh'; then
   echo "test: the lines above cite files outside the repository: cite docs/ or public documentation" >&2; exit 1
 fi
-say "cargo fmt --check"
+stage "cargo fmt --check" "cargo fmt --all -- --check"
 cargo fmt --all -- --check
-say "cargo clippy -D warnings"
+stage "cargo clippy -D warnings" "cargo clippy --release --workspace --all-targets -- -D warnings"
 cargo clippy --release --workspace --all-targets --quiet -- -D warnings
-say "no module imports a module that imports it back (scripts/module-cycles.py)"
+stage "no module imports a module that imports it back (scripts/module-cycles.py)" "python3 scripts/module-cycles.py"
 python3 scripts/module-cycles.py
-say "cargo build --release"
+stage "the closing count's own test (scripts/lib/testlog.py self-test)" "python3 scripts/lib/testlog.py self-test"
+python3 scripts/lib/testlog.py self-test >&2
+stage "cargo build --release" "cargo build --release --workspace"
 cargo build --release --workspace --quiet
 for c in $RELEASES; do
-  [ "$c" = host ] || { ready "$c"; LG_CLUSTER=$c scripts/cluster.sh up; LG_CLUSTER=$c scripts/cluster.sh build-plugin; }
+  [ "$c" = host ] || { stage "the $c cluster" "LG_CLUSTER=$c scripts/cluster.sh up && LG_CLUSTER=$c scripts/cluster.sh build-plugin"; ready "$c"; LG_CLUSTER=$c scripts/cluster.sh up; LG_CLUSTER=$c scripts/cluster.sh build-plugin; }
 done
 for c in $RELEASES; do
   [ "$c" = host ] && continue
-  say "launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))"
+  stage "launch tests on the $c cluster ($(chroot /srv/lg-$c srun --version))" \
+    "LG_SLURM_TESTS=1 LG_CLUSTER=$c cargo test --release -p launchguard-tests" "LG_SLURM_TESTS=1 LG_CLUSTER=$c"
   LG_CLUSTER=$c cargo test --release -p launchguard-tests 2>&1 | tee -a "$LOG"
 done
 # Real Pyxis and enroot (tests/tests/real_pyxis.rs, both plugstack orders, ~1 min) run on the host
@@ -100,11 +117,12 @@ if [ -z "${LG_PYXIS:-}" ]; then
     LG_PYXIS=1
   fi
 fi
-say "cargo test --release --workspace (host cluster: $(srun --version); real Pyxis: LG_PYXIS=$LG_PYXIS)"
+stage "cargo test --release --workspace (host cluster: $(srun --version); real Pyxis: LG_PYXIS=$LG_PYXIS)" \
+  "LG_SLURM_TESTS=1 LG_PYXIS=$LG_PYXIS cargo test --release --workspace" "LG_SLURM_TESTS=1 LG_PYXIS=$LG_PYXIS"
 LG_PYXIS=$LG_PYXIS cargo test --release --workspace 2>&1 | tee -a "$LOG"
 # Packages (scripts/test-package.sh): build the .deb and .rpm, install the .deb, srun against the
 # installed plugin, refuse removal while plugstack loads it, purge; host cluster only.
-say "packages (scripts/test-package.sh)"
+stage "packages (scripts/test-package.sh)" "scripts/test-package.sh"
 case " $RELEASES " in *" host "*) ready package-tools tools; scripts/test-package.sh 2>&1 | tee -a "$LOG" ;; esac
 # arm64 (Grace nodes; issue 18): a one-node Slurm 22.05 for aarch64 in /srv/lg-arm64 run by qemu-user
 # (scripts/cluster.sh, LG_CLUSTER=arm64; the debootstrap is cached there). The arm64 .deb is built
@@ -113,25 +131,26 @@ case " $RELEASES " in *" host "*) ready package-tools tools; scripts/test-packag
 # tests that only exercise srun's release rules (identical Slurm 22.05 and identical code on the host
 # cluster above) are skipped here: the subset still loads every plugin callback and every syscall path
 # (access(2), open flags, send flags, enroot's repair, devices, the NCCL environment). ~5 minutes.
-if [ "$ARM64" != 0 ]; then ready arm64; ready arm64-tools tools; say "arm64 (scripts/test-arm64.sh)"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
+if [ "$ARM64" != 0 ]; then ready arm64; ready arm64-tools tools; stage "arm64 (scripts/test-arm64.sh)" "scripts/test-arm64.sh"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
 # The node as shipped (scripts/test-node.sh, about 2 minutes with the rootfs cached in /srv/lg-node): the
 # .deb in a Debian 12 systemd-nspawn container with systemd as PID 1 and its own munge/slurmctld/slurmd
 # (ports 8817/8818): README's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
 # the unit's sandbox, tmpfiles.d after a reboot, HealthCheckProgram drain/resume.
-[ "$HOST" = 0 ] || { ready node; say "the node as shipped (scripts/test-node.sh)"; }
+[ "$HOST" = 0 ] || { stage "the node as shipped (scripts/test-node.sh)" "LG_NODE_DEB=target/packages/launchguard_…_amd64.deb scripts/test-node.sh"; ready node; }
 case " $RELEASES " in
   *" host "*) LG_NODE_DEB=$(ls target/packages/launchguard_*-1+slurm"$(srun --version | awk '{ split($2, v, "."); print v[1] "." v[2] }')"_amd64.deb) \
     scripts/test-node.sh 2>&1 | tee -a "$LOG" ;;
 esac
 # The fuzzers (built in the background above), two targets at a time.
 if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
+  stage "fuzz" "FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh"
   ready fuzz tools
-  say "fuzz"
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
 fi
 # Leave the machine as scripts/demo.sh does: launchguard listed in warn mode on every cluster, the
 # built `launchguard` on PATH (/usr/local/bin; the package test purged /usr/bin/launchguard), and the
 # node agent running without systemd.
+stage "leaving the demo's state (plugin in warn mode, the agent up)" "scripts/cluster.sh install-plugin mode=warn && scripts/cluster.sh agent-up"
 for c in $RELEASES; do LG_CLUSTER=$c scripts/cluster.sh install-plugin mode=warn; done
 case " $RELEASES " in *" host "*) scripts/cluster.sh agent-up ;; esac
 # The clusters only the tests use are stopped: the three namespace nodes and the emulated arm64 node.
@@ -139,6 +158,7 @@ scripts/multinode.sh down >/dev/null 2>&1 || true
 [ "$ARM64" = 0 ] || LG_CLUSTER=arm64 scripts/cluster.sh down >/dev/null 2>&1 || true
 say "done"
 # One closing line over every cargo test run above (both clusters, every crate); a test ignored here
-# (a cluster test compiled out, or an #[ignore]) fails the run: every test must have run.
-awk '/^test result:/ { p += $4; f += $6; i += $8 }
-     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i; exit (f > 0 || i > 0) }' "$LOG"
+# (a cluster test compiled out, or an #[ignore]) fails the run: every test must have run. The one
+# accepted skip, the real-Pyxis test where Pyxis is not installed, is named in that line.
+SUMMARY_PRINTED=1
+python3 scripts/lib/testlog.py summary "$LOG"

@@ -18,17 +18,18 @@ pub const DROP_REASONS: &[&str] = &[
     "rate",
     "connections",
     "idle",
-    "not_root",
+    "bad_action",
     "truncated",
     "root_phase",
 ];
-/// Report actions counted.
-pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected", "other"];
+/// Report actions counted: the three verdicts the plugin sends. A report with any other action is
+/// refused (`bad_action`), so every accepted report is counted under one of these.
+pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected"];
 
 /// Counters, lock-free.
 #[derive(Default)]
 pub struct Counters {
-    accepted: [AtomicU64; 4],
+    accepted: [AtomicU64; 3],
     dropped: [AtomicU64; 10],
 }
 
@@ -39,13 +40,18 @@ impl Counters {
             self.dropped[i].fetch_add(1, Ordering::Relaxed);
         }
     }
+    /// Counts an accepted report under its action (one of [`ACTIONS`]; anything else is not counted:
+    /// the server refuses such reports before they are stored).
     pub(crate) fn accept(&self, action: &str) {
-        let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
-        self.accepted[i].fetch_add(1, Ordering::Relaxed);
+        if let Some(i) = ACTIONS.iter().position(|a| *a == action) {
+            self.accepted[i].fetch_add(1, Ordering::Relaxed);
+        }
     }
     /// Takes back one count of an action (a launch judged again later, counted under its worst verdict).
     pub(crate) fn unaccept(&self, action: &str) {
-        let i = ACTIONS.iter().position(|a| *a == action).unwrap_or(3);
+        let Some(i) = ACTIONS.iter().position(|a| *a == action) else {
+            return;
+        };
         let _ = self.accepted[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
             Some(n.saturating_sub(1))
         });
@@ -161,11 +167,9 @@ impl ReportStore {
             self.counters.accept(&r.action);
             return;
         };
-        let action: &'static str = ACTIONS
-            .iter()
-            .find(|a| **a == r.action)
-            .copied()
-            .unwrap_or("other");
+        let Some(action) = ACTIONS.iter().find(|a| **a == r.action).copied() else {
+            return;
+        };
         let mut m = self.counted.lock().unwrap_or_else(|p| p.into_inner());
         let (take_back, add) = tally(&mut m, (r.node.clone(), job, step), action);
         if let Some(a) = take_back {
@@ -221,7 +225,7 @@ fn tally(
     }
 }
 
-/// Order of actions by gravity (`other` never replaces a counted action).
+/// Order of actions by gravity.
 fn gravity(action: &str) -> u8 {
     match action {
         "rejected" => 3,
@@ -229,6 +233,32 @@ fn gravity(action: &str) -> u8 {
         "allowed" => 1,
         _ => 0,
     }
+}
+
+/// True when `check` is a verdict that launch reports can prove wrong: `node.plugstack.order` saying
+/// spank_launchguard.so is not listed (so "launches on this node are not checked"). A step or task
+/// report from slurmstepd (root) is made by the plugin that plugstack loaded, so it disproves that
+/// verdict; other plugstack findings (listed before Pyxis, an unreadable file) it does not.
+pub fn disprovable(check: &launchguard_core::report::CheckLine) -> bool {
+    check.id == "node.plugstack.order"
+        && check.status != launchguard_core::node::Status::Ok
+        && check.message.contains("spank_launchguard.so is not listed")
+}
+
+/// True for a report from slurmstepd itself: a `step` or `task` phase report from a root peer, i.e.
+/// proof that the plugstack on this node loaded spank_launchguard.so when it arrived.
+pub fn from_slurmstepd(s: &Stored) -> bool {
+    s.peer_uid == 0 && crate::protocol::root_only_phase(&s.report.phase)
+}
+
+/// The first report from slurmstepd received after `run_finished` (epoch seconds, the check run's
+/// `timestamp`), if any: it disproves a [`disprovable`] verdict of that run. Strictly after, at the
+/// second's resolution, so a report from the run's own second never counts (the plugstack line may
+/// have been removed in that second; the agent's refresh re-judges it anyway).
+pub fn disproof(reports: &[Stored], run_finished: u64) -> Option<&Stored> {
+    reports
+        .iter()
+        .find(|s| from_slurmstepd(s) && s.received > run_finished)
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@ use crate::protocol::{
 };
 use crate::registry::{NodeReport, Runner};
 use crate::reports::ReportStore;
-use launchguard_core::node::Status;
 use launchguard_core::protocol::{MAX_LINE, VERSION};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,16 +46,31 @@ pub struct Shared {
     textfile: Mutex<std::path::PathBuf>,
     /// Each check's status at the last run, to log changes.
     prev: Mutex<HashMap<String, String>>,
-    /// When a launch report last started an early check run, and for which `node.plugstack.order`
-    /// message (see [`Shared::refresh_if_contradicted`]).
-    last_refresh: Mutex<Option<(Instant, String)>>,
+    /// Whether the published check run was started by a launch report ([`Shared::refresh_if_contradicted`]),
+    /// and whether such a run is under way.
+    refresh: Mutex<Refresh>,
     cfg: Reports,
 }
 
 static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
-/// Least time between two check runs started by launch reports.
-const REFRESH_GAP: Duration = Duration::from_secs(60);
+/// The state of the refresh that launch reports start ([`Shared::refresh_if_contradicted`]).
+#[derive(Default, Debug, Clone, Copy, PartialEq)]
+struct Refresh {
+    /// The last published check run was started by a launch report.
+    published_by_report: bool,
+    /// A run started by a launch report is under way (not yet published).
+    running: bool,
+}
+
+/// Whether a launch report from slurmstepd should start a check run now: the last run's verdict is
+/// one launches disprove ([`crate::reports::disprovable`]), that run was not itself started by a
+/// launch report (a refresh that kept the verdict saw the same plugstack: no second one until another
+/// run, periodic, SIGHUP or `--refresh`, publishes it again), and no run is under way. So at most one
+/// refresh follows each published run, however many launches arrive.
+fn should_refresh(disproved_verdict: bool, state: Refresh, runner_busy: bool) -> bool {
+    disproved_verdict && !state.published_by_report && !state.running && !runner_busy
+}
 /// Longest a non-root client may stay connected, sending or not.
 const USER_CONN_LIFETIME: Duration = Duration::from_secs(60);
 /// Deadline for writing an answer to a client that does not read it.
@@ -74,7 +88,7 @@ impl Shared {
             conns: Mutex::new(HashMap::new()),
             textfile: Mutex::new(std::path::PathBuf::new()),
             prev: Mutex::new(HashMap::new()),
-            last_refresh: Mutex::new(None),
+            refresh: Mutex::new(Refresh::default()),
             cfg,
         })
     }
@@ -92,6 +106,18 @@ impl Shared {
 
     /// Takes a check run: logs what changed, keeps it for `status`, rewrites the textfile.
     pub fn publish(&self, rep: NodeReport) {
+        self.publish_run(rep, false);
+    }
+
+    /// [`Shared::publish`], noting whether a launch report started the run.
+    fn publish_run(&self, rep: NodeReport, by_report: bool) {
+        {
+            let mut r = self.refresh.lock().unwrap_or_else(|e| e.into_inner());
+            r.published_by_report = by_report;
+            if by_report {
+                r.running = false;
+            }
+        }
         crate::logging::log_changes(
             &mut self.prev.lock().unwrap_or_else(|e| e.into_inner()),
             &rep,
@@ -112,42 +138,28 @@ impl Shared {
     }
 
     /// A step or task report from slurmstepd (root) proves that this node's plugstack loads the
-    /// plugin. When the last check run says otherwise (`node.plugstack.order` not OK: typically the
-    /// agent ran before the plugstack line was added), that verdict is stale, and `status` would show
-    /// "launches on this node are not checked" right above the launches it checked: run the checks
-    /// again now rather than at the next interval. Once per verdict: a message that a refresh left
-    /// unchanged (a real order problem, "listed before Pyxis", or a plugstack the agent cannot read)
-    /// starts no further runs; a new message may, at most once per [`REFRESH_GAP`]. Skipped while a
-    /// check run is going on (it will publish a fresh verdict anyway, and the interval's run is not
-    /// kept waiting behind this one).
+    /// plugin. When the last check run says otherwise (`node.plugstack.order`: "spank_launchguard.so
+    /// is not listed", typically because the agent ran before the plugstack line was added), that
+    /// verdict is stale, and `status` would show "launches on this node are not checked" right above
+    /// the launches it checked: run the checks again now rather than at the next interval. At most
+    /// once per published run ([`should_refresh`]): a refresh that keeps the verdict (the agent reads
+    /// another plugstack file than slurmd) starts no further runs, but when a later periodic run
+    /// brings the verdict back (the line was removed and added again), the next launch refreshes
+    /// again. Skipped while a check run is going on (it publishes a fresh verdict anyway).
     pub fn refresh_if_contradicted(self: &Arc<Self>) {
-        let verdict = self
+        let disproved = self
             .last_check
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .and_then(|r| {
-                r.checks
-                    .iter()
-                    .find(|c| c.id == "node.plugstack.order" && c.status != Status::Ok)
-                    .map(|c| c.message.clone())
-            });
-        let Some(verdict) = verdict else {
-            return;
-        };
+            .is_some_and(|r| r.checks.iter().any(crate::reports::disprovable));
         let runner = self.runner();
-        if runner.busy() {
-            return;
-        }
         {
-            let mut last = self.last_refresh.lock().unwrap_or_else(|e| e.into_inner());
-            if last
-                .as_ref()
-                .is_some_and(|(t, m)| *m == verdict || t.elapsed() < REFRESH_GAP)
-            {
+            let mut st = self.refresh.lock().unwrap_or_else(|e| e.into_inner());
+            if !should_refresh(disproved, *st, runner.busy()) {
                 return;
             }
-            *last = Some((Instant::now(), verdict));
+            st.running = true;
         }
         let sh = self.clone();
         tokio::spawn(async move {
@@ -155,7 +167,7 @@ impl Shared {
                 "a launch report from slurmstepd contradicts node.plugstack.order; checking again"
             );
             let rep = runner.run(&[]).await;
-            sh.publish(rep);
+            sh.publish_run(rep, true);
         });
     }
 
@@ -336,6 +348,13 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
             Message::Launch(report) => {
                 if report.v != VERSION {
                     sh.reports.counters.drop_one("bad_version");
+                } else if !crate::reports::ACTIONS.contains(&report.action.as_str()) {
+                    tracing::debug!(
+                        launchguard.peer_uid = uid,
+                        "report refused: action '{}' is not allowed, warned or rejected",
+                        clean(&report.action, 16)
+                    );
+                    sh.reports.counters.drop_one("bad_action");
                 } else if uid != 0 && root_only_phase(&report.phase) {
                     tracing::warn!(
                         peer_uid = uid,
@@ -371,7 +390,11 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                 }
             }
             Message::Status { .. } | Message::Check if uid != 0 => {
-                sh.reports.counters.drop_one("not_root");
+                // A query, not a report: logged, never counted as a dropped report.
+                tracing::info!(
+                    launchguard.peer_uid = uid,
+                    "status query refused: uid {uid} is not root (reports name other users' jobs)"
+                );
                 let _ = reply(&mut wr, b"{\"error\":\"launchguard status is for root\"}\n").await;
                 return;
             }
@@ -466,5 +489,34 @@ fn already_running_hint(systemd: bool) -> &'static str {
         "stop it first (systemctl stop launchguard-agent) or give this one --socket"
     } else {
         "this machine has no systemd: stop that agent first (kill -TERM $(pgrep -f 'launchguard agent'), or scripts/cluster.sh agent-down in a checkout) or give this one --socket"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refresh_follows_each_published_stale_verdict_once() {
+        let idle = Refresh::default();
+        // A periodic run said "not listed"; a launch report disproves it: refresh.
+        assert!(should_refresh(true, idle, false));
+        // Not while that refresh (or any run) is under way.
+        let running = Refresh {
+            running: true,
+            ..idle
+        };
+        assert!(!should_refresh(true, running, false));
+        assert!(!should_refresh(true, idle, true));
+        // The refresh kept the verdict (the agent reads another plugstack): no second refresh.
+        let kept = Refresh {
+            published_by_report: true,
+            running: false,
+        };
+        assert!(!should_refresh(true, kept, false));
+        // A later periodic run brings the verdict back (publish resets the flag): refresh again.
+        assert!(should_refresh(true, idle, false));
+        // Nothing to refresh when no verdict is disproved.
+        assert!(!should_refresh(false, idle, false));
     }
 }

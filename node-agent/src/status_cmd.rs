@@ -108,7 +108,11 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let code = reply.last_check.as_ref().map(|r| r.exit_code).unwrap_or(3);
+    let shown = reply
+        .last_check
+        .as_ref()
+        .map(|r| shown_run(r, &reply.reports));
+    let code = shown.as_ref().map(|(r, _)| r.exit_code).unwrap_or(3);
     if a.json {
         println!("{}", line.trim_end());
         return ExitCode::from(code);
@@ -118,8 +122,18 @@ pub fn run(a: &Args) -> ExitCode {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    match &reply.last_check {
-        Some(r) => print_table(r, false),
+    match &shown {
+        Some((r, notes)) => {
+            println!(
+                "last check run: {}, {:.1} ms",
+                when(r.timestamp, now),
+                r.duration_ms
+            );
+            print_table(r, false);
+            for n in notes {
+                println!("{n}");
+            }
+        }
         None => println!("no check run yet"),
     }
     let mut totals: Vec<_> = reply.reports_total.iter().collect();
@@ -151,6 +165,78 @@ pub fn run(a: &Args) -> ExitCode {
         println!("{}", report_row(s, now));
     }
     ExitCode::from(code)
+}
+
+/// The check run as `status` shows it: a verdict that launch reports received after the run disprove
+/// ([`crate::reports::disprovable`], [`crate::reports::disproof`]) is shown as OK, the run's status
+/// and exit code are the worst of what is left, and one note line per such verdict says why (which
+/// launch, when). `reports` are the status answer's recent reports; the agent's JSON is unchanged.
+pub fn shown_run(
+    run: &crate::registry::NodeReport,
+    reports: &[crate::protocol::Stored],
+) -> (crate::registry::NodeReport, Vec<String>) {
+    let mut shown = run.clone();
+    let mut notes = vec![];
+    let Some(proof) = crate::reports::disproof(reports, run.timestamp) else {
+        return (shown, notes);
+    };
+    for c in shown
+        .checks
+        .iter_mut()
+        .filter(|c| crate::reports::disprovable(c))
+    {
+        let job = match (proof.report.job, proof.report.step) {
+            (Some(j), Some(s)) => format!("job {j}.{s}"),
+            (Some(j), None) => format!("job {j}"),
+            _ => "a step".into(),
+        };
+        notes.push(format!(
+            "note: {}: not shown: the run above found spank_launchguard.so not listed, but slurmstepd reported {job} at {} through the plugin, so launches here are checked; `launchguard status --refresh` re-checks now",
+            c.id,
+            utc(proof.received)
+        ));
+        c.status = launchguard_core::node::Status::Ok;
+        c.message.clear();
+    }
+    shown.status = shown.worst();
+    shown.exit_code = shown.status.exit_code();
+    (shown, notes)
+}
+
+/// A report's findings for its status row: each ID once, in order, with the rules named in its
+/// messages (`(rule efa.nccl_net_ib)`, as the NCCL findings say), e.g.
+/// `launch.nccl_env (efa.nccl_net_ib, efa.fi_provider), launch.devices`. Text is already printable.
+pub fn finding_names(findings: &[launchguard_core::protocol::ReportFinding]) -> String {
+    let mut ids: Vec<(&str, Vec<&str>)> = vec![];
+    for f in findings {
+        let rule = f
+            .message
+            .split_once("(rule ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(r, _)| r);
+        let i = match ids.iter().position(|(id, _)| *id == f.id) {
+            Some(i) => i,
+            None => {
+                ids.push((&f.id, vec![]));
+                ids.len() - 1
+            }
+        };
+        if let Some(r) = rule {
+            if !ids[i].1.contains(&r) {
+                ids[i].1.push(r);
+            }
+        }
+    }
+    ids.iter()
+        .map(|(id, rules)| {
+            if rules.is_empty() {
+                id.to_string()
+            } else {
+                format!("{id} ({})", rules.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A duration as people read it: `42 s`, `5 min 3 s`, `2 h 5 min`, `3 d 4 h`.
@@ -194,7 +280,15 @@ pub fn report_row(s: &crate::protocol::Stored, now: u64) -> String {
         (Some(j), None) => j.to_string(),
         _ => "-".into(),
     };
-    let ids: Vec<String> = r.findings.iter().map(|f| printable(&f.id, 128)).collect();
+    let findings: Vec<launchguard_core::protocol::ReportFinding> = r
+        .findings
+        .iter()
+        .map(|f| launchguard_core::protocol::ReportFinding {
+            id: printable(&f.id, 128),
+            severity: String::new(),
+            message: printable(&f.message, 512),
+        })
+        .collect();
     let from = if s.peer_uid == 0 {
         String::new()
     } else {
@@ -207,7 +301,7 @@ pub fn report_row(s: &crate::protocol::Stored, now: u64) -> String {
         r.uid,
         printable(&r.phase, 16),
         printable(&r.action, 16),
-        ids.join(",")
+        finding_names(&findings)
     )
 }
 
@@ -277,5 +371,125 @@ mod tests {
         assert!(row.contains("launch.x<U+200B>"), "{row}");
         assert!(row.ends_with("(from uid 1001)"), "{row}");
         assert!(!row.contains('\n') && !row.contains('\u{202E}'), "{row}");
+    }
+
+    fn finding(id: &str, message: &str) -> ReportFinding {
+        ReportFinding {
+            id: id.into(),
+            severity: "warning".into(),
+            message: message.into(),
+        }
+    }
+
+    fn stored(received: u64, peer_uid: u32, phase: &str) -> crate::protocol::Stored {
+        crate::protocol::Stored {
+            seq: received,
+            received,
+            peer_uid,
+            peer_pid: None,
+            report: Report {
+                v: 1,
+                phase: phase.into(),
+                job: Some(15),
+                step: Some(0),
+                uid: 1001,
+                node: "vm".into(),
+                mode: "warn".into(),
+                action: "allowed".into(),
+                findings: vec![],
+            },
+        }
+    }
+
+    /// A run whose only finding is `node.plugstack.order` "not listed", finished at epoch 1000.
+    fn not_listed_run() -> crate::registry::NodeReport {
+        use launchguard_core::node::Status;
+        use launchguard_core::report::CheckLine;
+        let line = |id: &str, status: Status, message: &str| CheckLine {
+            id: id.into(),
+            status,
+            message: message.into(),
+            duration_ms: 0.1,
+        };
+        crate::registry::NodeReport {
+            schema: 1,
+            node: "vm".into(),
+            launchguard_version: "0.1.0".into(),
+            status: Status::Warning,
+            exit_code: 1,
+            duration_ms: 9.0,
+            timestamp: 1000,
+            checks: vec![
+                line("node.munge.key_mode", Status::Ok, ""),
+                line(
+                    "node.plugstack.order",
+                    Status::Warning,
+                    "launchguard: node.plugstack.order: spank_launchguard.so is not listed in '/etc/slurm/plugstack.conf'; launches on this node are not checked; ln -s …",
+                ),
+            ],
+            facts: Default::default(),
+        }
+    }
+
+    #[test]
+    fn launches_after_the_run_hide_its_not_listed_verdict() {
+        let run = not_listed_run();
+        // slurmstepd's step report after the run: the verdict is disproved, shown as OK, exit 0.
+        let (shown, notes) = shown_run(&run, &[stored(1005, 0, "step")]);
+        assert_eq!(shown.exit_code, 0, "{shown:?}");
+        assert!(
+            shown.checks.iter().all(|c| c.message.is_empty()),
+            "{shown:?}"
+        );
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("slurmstepd reported job 15.0 at 1970-01-01T00:16:45Z"),
+            "{notes:?}"
+        );
+        // Not disproved: a report before the run (or in its second), an srun report (a user's
+        // srun proves nothing about this node's plugstack), a non-root sender.
+        for reports in [
+            vec![stored(999, 0, "step")],
+            vec![stored(1000, 0, "task")],
+            vec![stored(1005, 0, "srun")],
+            vec![stored(1005, 1001, "step")],
+            vec![],
+        ] {
+            let (shown, notes) = shown_run(&run, &reports);
+            assert_eq!(shown.exit_code, 1, "{reports:?}");
+            assert!(notes.is_empty(), "{reports:?}");
+        }
+        // Other plugstack.order findings (listed before Pyxis) are not disproved by launches.
+        let mut before_pyxis = run.clone();
+        before_pyxis.checks[1].message =
+            "launchguard: node.plugstack.order: launchguard (a:1) is listed before Pyxis (b:1); …"
+                .into();
+        let (shown, notes) = shown_run(&before_pyxis, &[stored(1005, 0, "step")]);
+        assert_eq!((shown.exit_code, notes.len()), (1, 0));
+    }
+
+    #[test]
+    fn rows_name_each_finding_once_with_its_rules() {
+        let f = [
+            finding(
+                "launch.nccl_env",
+                "NCCL_NET=IB is set on this EFA node (rule efa.nccl_net_ib); …",
+            ),
+            finding(
+                "launch.nccl_env",
+                "FI_PROVIDER=tcp … (rule efa.fi_provider); …",
+            ),
+            finding(
+                "launch.nccl_env",
+                "NCCL_NET=IB again (rule efa.nccl_net_ib); …",
+            ),
+            finding("launch.devices", "1 GPU but 0 usable"),
+            finding("launch.devices", "/dev/gdrdrv missing"),
+        ];
+        assert_eq!(
+            finding_names(&f),
+            "launch.nccl_env (efa.nccl_net_ib, efa.fi_provider), launch.devices"
+        );
+        assert_eq!(finding_names(&[]), "");
     }
 }

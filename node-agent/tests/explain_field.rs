@@ -194,6 +194,37 @@ fn text_output_is_one_finding_per_line_and_says_when_nothing_is_known() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// `launchguard explain -` (text): the summary names standard input as such, not `-:`, and counts
+/// "1 line", not "1 lines".
+#[test]
+fn text_summary_names_standard_input_and_counts_one_line() {
+    let run = |stdin: &[u8]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_launchguard"))
+            .args(["explain", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(b"srun: error: n1: task 0: Out Of Memory\n");
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with(
+            "standard input: CRITICAL — 1 known symptom (1 critical, 0 warning) in 1 line"
+        ),
+        "{text}"
+    );
+    assert!(last.ends_with(" in 1 line"), "{text}");
+    let text = run(b"all fine\n");
+    assert!(
+        text.starts_with("standard input: OK — no known symptom in 1 line "),
+        "{text}"
+    );
+}
+
 #[test]
 fn standard_input_is_read_to_its_end() {
     let data = std::fs::read(field("oom_steps.out")).unwrap();

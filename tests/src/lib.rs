@@ -20,15 +20,22 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 /// Where `scripts/cluster.sh install-plugin` puts the plugin; the plugstack line points here.
 pub const PLUGIN_PATH: &str = "/usr/local/lib/launchguard/spank_launchguard.so";
-/// launchguard's plugstack drop-in.
-pub const DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
+/// launchguard's plugstack drop-in: the package's name, which sorts after Pyxis's `pyxis.conf`.
+pub const DROPIN: &str = "/etc/slurm/plugstack.conf.d/zz-launchguard.conf";
+/// The names the test clusters used before the drop-in took the package's name; removed wherever the
+/// line is written or removed, so that a machine set up by an older checkout never lists launchguard
+/// (or the hider) twice.
+const OLD_DROPINS: [&str; 2] = [
+    "/etc/slurm/plugstack.conf.d/50-launchguard.conf",
+    "/etc/slurm/plugstack.conf.d/60-lgtest-hide.conf",
+];
 /// The test-only plugin that gives tasks a container-like view (`tests/spank-hide/lgtest_hide.c`).
 pub const HIDER_PATH: &str = "/usr/local/lib/launchguard/lgtest_hide.so";
 /// Its plugstack drop-in, ordered before launchguard's.
 pub const HIDER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/40-lgtest-hide.conf";
 /// Its drop-in ordered after launchguard's (launchguard's `task_init` runs first, as when launchguard
 /// is listed before Pyxis).
-pub const HIDER_AFTER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/60-lgtest-hide.conf";
+pub const HIDER_AFTER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/zzz-lgtest-hide.conf";
 
 /// The non-root user the cluster script creates.
 pub const USER: &str = "lgtest";
@@ -158,7 +165,7 @@ pub fn plugstack_with_hider(hider_args: &str, args: &str) {
     std::fs::rename(&tmp, &dropin).expect("rename hider");
 }
 
-/// Lists launchguard with `args`, then the test-only hider after it (`60-lgtest-hide.conf`).
+/// Lists launchguard with `args`, then the test-only hider after it (`zzz-lgtest-hide.conf`, which sorts after `zz-launchguard.conf`).
 pub fn plugstack_with_hider_after(hider_args: &str, args: &str) {
     plugstack(args);
     let dropin = host_path(HIDER_AFTER_DROPIN);
@@ -180,6 +187,9 @@ pub fn node_name() -> String {
 
 /// Writes launchguard's plugstack drop-in with this exact line, atomically.
 pub fn plugstack_line(line: &str) {
+    for old in OLD_DROPINS {
+        let _ = std::fs::remove_file(host_path(old));
+    }
     let dropin = host_path(DROPIN);
     let tmp = format!("{dropin}.tmp");
     std::fs::write(&tmp, format!("{line}\n")).expect("write plugstack");
@@ -191,6 +201,9 @@ pub fn no_plugstack() {
     let _ = std::fs::remove_file(host_path(HIDER_DROPIN));
     let _ = std::fs::remove_file(host_path(HIDER_AFTER_DROPIN));
     let _ = std::fs::remove_file(host_path(DROPIN));
+    for old in OLD_DROPINS {
+        let _ = std::fs::remove_file(host_path(old));
+    }
 }
 
 /// What a command printed and how it exited.

@@ -282,8 +282,13 @@ fn valid_launches_are_never_rejected_in_enforce_mode() {
         assert_eq!((r.code, r.stdout.as_str()), (0, "1\n"), "{args:?}: {r:#?}");
         assert!(r.findings().is_empty(), "{args:?}: {r:#?}");
     }
-    // an --overlap monitoring step inside a running GPU job: a warning, never a rejection
-    let script = "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nsrun -c 2 sleep 2 &\nsleep 0.5\nsrun --overlap echo overlap ran\necho \"srun rc=$?\"\nwait\n";
+    // an --overlap monitoring step inside a running GPU job: a warning, never a rejection. The first
+    // step runs until the overlap step has run (marker files, at most 60 s), and the overlap step
+    // starts once the first one runs, however slow the machine: they really overlap.
+    let script = "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nm=/tmp/lg-tests/overlap.$SLURM_JOB_ID\n\
+                  srun -c 2 sh -c \"touch $m.started; t=0; while [ ! -e $m.done ] && [ \\$t -lt 600 ]; do sleep 0.1; t=\\$((t+1)); done\" &\n\
+                  t=0; while [ ! -e $m.started ] && [ $t -lt 600 ]; do sleep 0.1; t=$((t+1)); done\n\
+                  srun --overlap echo overlap ran\necho \"srun rc=$?\"\ntouch $m.done\nwait\nrm -f $m.started $m.done\n";
     let (_, out) = sbatch(As::User, "overlap", &[], script);
     assert!(out.contains("overlap ran\nsrun rc=0\n"), "{out}");
 }

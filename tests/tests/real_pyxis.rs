@@ -2,16 +2,18 @@
 //!
 //! Enabled by `LG_PYXIS=1` once `scripts/pyxis.sh build SRC_DIR && scripts/pyxis.sh install &&
 //! scripts/pyxis.sh image` has put Pyxis (`/usr/local/lib/slurm/spank_pyxis.so`), enroot
-//! (`/usr/local/bin/enroot`) and the busybox test images in place; otherwise each test prints one
-//! `skipped: real Pyxis runs only on the host cluster …` line and passes (CI cannot fetch Pyxis; the stand-in plugin
-//! `tests/spank-hide/lgtest_hide.c` guards the same behaviours there, in `next_to_pyxis.rs`).
+//! (`/usr/local/bin/enroot`) and the busybox test images in place (`LG_PYXIS=1` at build time sets
+//! `cfg(lg_pyxis)`, `tests/slurm_tests_cfg.rs`); otherwise the test is listed as ignored with the
+//! reason `real Pyxis: …`, the one skip `scripts/test.sh` accepts and names in its closing line (CI
+//! cannot fetch Pyxis; the stand-in plugin `tests/spank-hide/lgtest_hide.c` guards the same
+//! behaviours there, in `next_to_pyxis.rs`).
 //!
 //! Pyxis is listed as its own instructions say, `plugstack.conf.d/pyxis.conf`, only while a test
 //! runs (removed on the way out, even on failure). launchguard is listed
-//! - before Pyxis as `50-launchguard.conf` (what sorted before it until the package's snippet was
-//!   renamed): its `task_init` runs on the host, before Pyxis's enters the container;
-//! - after Pyxis as `zz-launchguard.conf` (the name the package ships): its `task_init` runs inside
-//!   the container, after Pyxis imported the image's environment.
+//! - before Pyxis as `50-launchguard.conf` (the package's old name, still shipped for existing links):
+//!   its `task_init` runs on the host, before Pyxis's enters the container;
+//! - after Pyxis as `zz-launchguard.conf` (the name the package ships, and the test clusters' drop-in):
+//!   its `task_init` runs inside the container, after Pyxis imported the image's environment.
 //!
 //! Every scenario prints what the user saw (`cargo test -- --nocapture` shows the screens).
 
@@ -20,7 +22,8 @@ use std::path::Path;
 
 const PYXIS_SO: &str = "/usr/local/lib/slurm/spank_pyxis.so";
 const PYXIS_DROPIN: &str = "/etc/slurm/plugstack.conf.d/pyxis.conf";
-const AFTER_DROPIN: &str = "/etc/slurm/plugstack.conf.d/zz-launchguard.conf";
+/// launchguard listed before Pyxis: the package's old name, which sorts before `pyxis.conf`.
+const BEFORE_DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
 const IMAGE: &str = "/var/lib/launchguard-test/busybox.sqsh";
 /// The same image with `NCCL_NET=IB` in its /etc/environment (enroot reads it like an image's ENV).
 const NCCL_IMAGE: &str = "/var/lib/launchguard-test/busybox-nccl.sqsh";
@@ -33,18 +36,14 @@ enum Order {
     After,
 }
 
-/// Whether to run: `LG_PYXIS=1` and the pieces installed (a clear panic when asked for but missing).
-fn enabled() -> bool {
+/// Checks that the pieces are in place and that this is the host cluster (a clear panic when
+/// `LG_PYXIS=1` asked for them but they are missing).
+fn require_pyxis() {
     let host = matches!(std::env::var("LG_CLUSTER").as_deref(), Err(_) | Ok("host"));
-    if std::env::var("LG_PYXIS").as_deref() != Ok("1") || !host {
-        // Straight to stderr, past the test harness's capture, so that the skip is seen.
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: real Pyxis runs only on the host cluster with LG_PYXIS=1, after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
-        );
-        return false;
-    }
+    assert!(
+        host,
+        "LG_PYXIS=1 but LG_CLUSTER is not host: real Pyxis is installed only on the host cluster"
+    );
     for f in [PYXIS_SO, "/usr/local/bin/enroot", IMAGE, NCCL_IMAGE] {
         assert!(
             Path::new(f).exists(),
@@ -52,7 +51,6 @@ fn enabled() -> bool {
              scripts/pyxis.sh image and scripts/pyxis.sh image {NCCL_IMAGE} NCCL_NET=IB"
         );
     }
-    true
 }
 
 /// Lists Pyxis and launchguard (with `args`) in `order`; undone on drop.
@@ -72,12 +70,12 @@ impl Stack {
         let line = format!("required {PLUGIN_PATH} {args}");
         match order {
             Order::Before => {
-                let _ = std::fs::remove_file(AFTER_DROPIN);
-                plugstack_line(&line);
+                launchguard_tests::no_plugstack();
+                std::fs::write(BEFORE_DROPIN, format!("{line}\n")).expect("50-launchguard.conf");
             }
             Order::After => {
-                launchguard_tests::no_plugstack();
-                std::fs::write(AFTER_DROPIN, format!("{line}\n")).expect("zz-launchguard.conf");
+                let _ = std::fs::remove_file(BEFORE_DROPIN);
+                plugstack_line(&line);
             }
         }
         Stack
@@ -87,7 +85,7 @@ impl Stack {
 impl Drop for Stack {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(PYXIS_DROPIN);
-        let _ = std::fs::remove_file(AFTER_DROPIN);
+        let _ = std::fs::remove_file(BEFORE_DROPIN);
         launchguard_tests::no_plugstack();
     }
 }
@@ -117,10 +115,12 @@ fn user(order: Order, what: &str, env: &[(&str, &str)], argv: &[&str]) -> (Run, 
 const BLIND: &str = "launchguard: node.plugstack.order: job ";
 
 #[test]
+#[cfg_attr(
+    not(lg_pyxis),
+    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+)]
 fn real_pyxis_in_both_orders() {
-    if !enabled() {
-        return;
-    }
+    require_pyxis();
     let _g = lock();
     for order in [Order::Before, Order::After] {
         let _s = Stack::new(order, "mode=enforce fabric=efa gpu_steps_only=no");

@@ -468,6 +468,17 @@ fn print_text(rep: &Report, verbose: bool) {
         }
     }
     let count = |s: Severity| rep.findings.iter().filter(|f| f.severity == s).count();
+    // `-` is standard input; "1 line", "2 lines".
+    let input = if rep.input == "-" {
+        "standard input"
+    } else {
+        rep.input.as_str()
+    };
+    let lines = format!(
+        "{} line{}",
+        rep.lines,
+        if rep.lines == 1 { "" } else { "s" }
+    );
     let mut notes = String::new();
     if rep.more_findings > 0 {
         notes.push_str(&format!(
@@ -486,26 +497,22 @@ fn print_text(rep: &Report, verbose: bool) {
         let what = if rep.bytes == 0 {
             "it is empty".to_string()
         } else {
-            format!("no known symptom in {} lines", rep.lines)
+            format!("no known symptom in {lines}")
         };
         println!(
-            "{}: OK — {what} (launchguard explain --list shows the symptoms it knows){notes}",
-            rep.input
+            "{input}: OK — {what} (launchguard explain --list shows the symptoms it knows){notes}"
         );
     } else if rep.exit_code == 0 {
         let n = rep.findings.len();
         println!(
-            "{}: OK — nothing wrong found, {n} note{} in {} lines{notes}",
-            rep.input,
+            "{input}: OK — nothing wrong found, {n} note{} in {lines}{notes}",
             if n == 1 { "" } else { "s" },
-            rep.lines
         );
     } else {
         let n = rep.findings.len();
         let info = count(Severity::Info);
         println!(
-            "{}: {} — {n} known symptom{} ({} critical, {} warning{}) in {} lines{notes}",
-            rep.input,
+            "{input}: {} — {n} known symptom{} ({} critical, {} warning{}) in {lines}{notes}",
             rep.status.to_uppercase(),
             if n == 1 { "" } else { "s" },
             count(Severity::Critical),
@@ -515,7 +522,6 @@ fn print_text(rep: &Report, verbose: bool) {
             } else {
                 String::new()
             },
-            rep.lines
         );
     }
 }
