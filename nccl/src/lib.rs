@@ -13,7 +13,7 @@
 //! - [`verdict`]: the go/no-go rules, one finding per reason, one file per rule family (failures,
 //!   bandwidth, network, versions); with [`plugin`] (a network plugin that failed, as the cause of
 //!   a Socket fallback), [`interfaces`] (the Socket interface list) and [`env_rules`] (NCCL_*
-//!   overrides NCCL logged, as a rule table);
+//!   overrides NCCL logged, as a rule table) and [`warn_rules`] (causes of NCCL WARN lines, as data);
 //! - [`baseline`]: per-SKU busbw/algbw baselines (built-in reference table or a file);
 //! - [`outliers`]: the busbw outlier job over many result files and the bad-node ranking;
 //! - [`output`]: readable, CSV and JSON rendering;
@@ -39,5 +39,6 @@ pub mod plugin;
 pub mod table;
 pub mod units;
 pub mod verdict;
+pub mod warn_rules;
 
 pub use parse::{parse_bytes, parse_path, parse_reader, ParseError, Parsed};

@@ -165,3 +165,38 @@ fn legacy_error_column_with_a_clean_footer_is_go() {
     assert_eq!(r.tables[0].busbw_out_of_place, Some(179.49));
     assert_eq!(r.verdict, Verdict::Go, "{:?}", ids(&r));
 }
+
+/// Causes of NCCL WARN lines (nccl/src/warn_rules.rs) on inputs after public reports: each names its
+/// cause once, and the generic nccl.warn and the application's job error add nothing.
+#[test]
+fn warn_lines_with_a_known_cause_name_it() {
+    for (file, id, says) in [
+        (
+            "ib_memlock_limit.log",
+            "nccl.memlock",
+            "LimitMEMLOCK=infinity",
+        ),
+        (
+            "ib_retry_exceeded.log",
+            "nccl.ib_completion_error",
+            "transport retry counter exceeded",
+        ),
+        (
+            "ib_local_protection.log",
+            "nccl.ib_completion_error",
+            "nvidia-peermem",
+        ),
+    ] {
+        let (_, r) = load(file);
+        assert_eq!(r.verdict, Verdict::NoGo, "{file}: {:?}", ids(&r));
+        let found = ids(&r);
+        assert_eq!(
+            found.iter().filter(|i| **i == id).count(),
+            1,
+            "{file}: {found:?}"
+        );
+        assert!(!found.contains(&"nccl.warn"), "{file}: {found:?}");
+        assert!(!found.contains(&"nccl.system_error"), "{file}: {found:?}");
+        assert!(line(&r, id).contains(says), "{file}: {}", line(&r, id));
+    }
+}

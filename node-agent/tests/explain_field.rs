@@ -113,7 +113,7 @@ const CASES: &[(&str, i32, Want)] = &[
     (
         "nccl_warn_peer_closed.out",
         1,
-        &[("nccl.warn", 1), ("nccl.no_results", 1)],
+        &[("nccl.peer_closed", 1), ("nccl.no_results", 1)],
     ),
     ("nccl_info_only.out", 0, &[("nccl.no_results", 1)]),
     (

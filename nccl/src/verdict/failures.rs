@@ -37,12 +37,43 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
             why: "the collective did not complete, so the run proves neither bandwidth nor correctness".into(),
             fix: "fix the first NCCL WARN in the log (rerun with NCCL_DEBUG=INFO if there is none), then rerun the test".into(),
         });
-    } else if facts.warn_count > 0
-        && !net_init_failed
-        && !plugin_reported
-        && !facts.no_socket_interface
-    {
-        warn_finding(q, facts, f);
+    } else {
+        // Each WARN a rule explains gives that rule's finding (once per rule); the generic
+        // nccl.warn is left for WARNs nothing here explains.
+        let mut seen: Vec<&str> = vec![];
+        let mut unexplained = vec![];
+        for w in &facts.warns {
+            match crate::warn_rules::explain(w) {
+                Some(r) if !seen.contains(&r.id) => {
+                    seen.push(r.id);
+                    f.push(Finding {
+                        id: r.id,
+                        severity: r.severity,
+                        what: format!(
+                            "{q}: {}: {}",
+                            r.what,
+                            launchguard_core::finding::clip(w, 200)
+                        ),
+                        why: r.why.into(),
+                        fix: r.fix.into(),
+                    });
+                }
+                Some(_) => {}
+                None => unexplained.push(w.as_str()),
+            }
+        }
+        let known = |w: &str| {
+            w.contains("Failed to initialize any NET plugin")
+                || (facts.no_socket_interface
+                    && (w.contains("no socket interface found")
+                        || w.contains("no interface found")))
+                || (plugin_reported && (w.starts_with("NET/OFI ") || w.starts_with("NET/Plugin")))
+        };
+        let rest: Vec<&str> = unexplained.into_iter().filter(|w| !known(w)).collect();
+        let more_than_kept = facts.warn_count > facts.warns.len() as u64 && seen.is_empty();
+        if !rest.is_empty() || (more_than_kept && !net_init_failed && !plugin_reported) {
+            warn_finding(q, facts, rest.first().copied(), f);
+        }
     }
     if facts.no_socket_interface {
         socket_interface_finding(q, facts, f);
@@ -61,7 +92,7 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
     }
 }
 
-fn warn_finding(q: &str, facts: &crate::log::LogFacts, f: &mut Vec<Finding>) {
+fn warn_finding(q: &str, facts: &crate::log::LogFacts, first: Option<&str>, f: &mut Vec<Finding>) {
     f.push(Finding {
             id: "nccl.warn",
             severity: Severity::Warning,
@@ -69,7 +100,9 @@ fn warn_finding(q: &str, facts: &crate::log::LogFacts, f: &mut Vec<Finding>) {
                 "{q}: {} NCCL WARN line(s), first: {}",
                 facts.warn_count,
                 launchguard_core::finding::clip(
-                    facts.warns.first().map(String::as_str).unwrap_or(""),
+                    first
+                        .or(facts.warns.first().map(String::as_str))
+                        .unwrap_or(""),
                     200
                 )
             ),
