@@ -786,19 +786,19 @@ fn parse_instance_line(line: &str) -> Option<(&str, &str)> {
 /// The application's line saying an NCCL call failed, trimmed of a `[rankN]: ` prefix, or `None`.
 /// Matched: PyTorch's `DistBackendError` / `NCCL error in:` lines and the NCCL result names
 /// (`ncclSystemError`, `ncclInvalidUsage`, `ncclInternalError`, `ncclRemoteError`,
-/// `ncclUnhandledCudaError`) or their texts (`unhandled system error`, `unhandled cuda error`) as
-/// NCCL's `ncclGetErrorString` words them.
+/// `ncclUnhandledCudaError`, `ncclInvalidArgument`).
 pub fn job_error(line: &str) -> Option<&str> {
-    let hit = line.contains("NCCL error")
-        || line.contains("DistBackendError")
+    // The shapes the errors really have: PyTorch's exception (`DistBackendError: NCCL error in: …`,
+    // older `RuntimeError: NCCL error in: …`) and NCCL's result names; not prose that mentions NCCL.
+    let hit = line.contains("DistBackendError")
+        || line.contains("NCCL error in:")
         || [
             "ncclSystemError",
             "ncclInvalidUsage",
             "ncclInternalError",
             "ncclRemoteError",
             "ncclUnhandledCudaError",
-            "unhandled system error",
-            "unhandled cuda error",
+            "ncclInvalidArgument",
         ]
         .iter()
         .any(|k| line.contains(k));

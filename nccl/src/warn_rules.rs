@@ -16,8 +16,10 @@ pub struct WarnRule {
     pub id: &'static str,
     /// Severity of the finding.
     pub severity: Severity,
-    /// The WARN message matches when it contains any of these.
+    /// The WARN message matches when it contains any of these...
     pub any: &'static [&'static str],
+    /// ...and none of these.
+    pub none: &'static [&'static str],
     /// What happened (the matched WARN is appended, clipped).
     pub what: &'static str,
     /// Why it happens.
@@ -31,6 +33,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.memlock",
         severity: Severity::NoGo,
+        none: &[],
         any: &["Call to ibv_reg_mr failed", "Call to ibv_reg_mr_iova2 failed", "Call to ibv_reg_dmabuf_mr failed", "fi_mr_reg failed", "Unable to register memory"],
         what: "NCCL could not register memory with the network card",
         why: "with 'Cannot allocate memory' the task's locked-memory limit (RLIMIT_MEMLOCK) is too low: every task inherits slurmd's own limit, or the submit host's soft limit (PropagateResourceLimits), and other errors mean GPUDirect RDMA is missing (nvidia-peermem or dma-buf)",
@@ -39,6 +42,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.ib_completion_error",
         severity: Severity::NoGo,
+        none: &[],
         any: &["Got completion from peer", "Got completion with error"],
         what: "an InfiniBand/RoCE transfer to a peer failed",
         why: "status 12 (transport retry counter exceeded) means the peer's card stopped answering (a link, cable or switch port flapped, the peer node or process died, or RoCE lost packets without flow control), and status 4 (local protection) means the card could not reach the GPU memory it was given (GPUDirect RDMA: nvidia-peermem or dma-buf missing, or PCIe ACS/IOMMU in the way)",
@@ -47,7 +51,9 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.ib_port_fault",
         severity: Severity::NoGo,
-        any: &["async fatal event", "GID table changed"],
+        // NCCL logs a changed GID table and SRQ events and carries on.
+        none: &["event on SRQ", "unused for now"],
+        any: &["async fatal event"],
         what: "the InfiniBand/RoCE card reported a fatal event",
         why: "the port went down or the card hit a catastrophic error, so NCCL's connections through it are gone",
         fix: "check the card on this node (ibstat, dmesg for mlx5 errors), drain the node if the port flaps, then rerun",
@@ -55,6 +61,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.connect_failed",
         severity: Severity::NoGo,
+        none: &[],
         any: &["Connection refused", "No route to host", "Connection timed out", "Network is unreachable", "exceeded error retry count"],
         what: "NCCL could not open a socket connection to another rank",
         why: "a firewall between the nodes, an NCCL_SOCKET_IFNAME interface the other node cannot reach (another subnet, a container bridge), or the peer process already gone",
@@ -63,6 +70,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.peer_closed",
         severity: Severity::Warning,
+        none: &[],
         any: &["Connection closed by remote peer", "Connection reset by peer", "remote process exited"],
         what: "a peer rank closed its NCCL connection",
         why: "NCCL sees the effect, not the cause: the peer rank died first (an exception, an OOM kill, a CUDA error) or its node went away",
@@ -71,6 +79,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.message_truncated",
         severity: Severity::NoGo,
+        none: &[],
         any: &["Message truncated", "message truncated"],
         what: "ranks disagree on the size of a transfer",
         why: "the ranks called different collectives, sizes or orders (an application bug: one rank skipped or added a collective), or on Socket a network that corrupts data",
@@ -79,6 +88,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.shm_failed",
         severity: Severity::NoGo,
+        none: &[],
         any: &["shared memory segment", "failed to extend", "failed to create shared memory", "Could not map"],
         what: "NCCL could not create or map its shared-memory segment",
         why: "/dev/shm is too small or full: a container's default 64 MiB, or a tmpfs other jobs filled",
@@ -87,6 +97,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.cuda_failure",
         severity: Severity::NoGo,
+        none: &[],
         any: &["Cuda failure", "CUDA failure"],
         what: "NCCL hit a CUDA error",
         why: "'out of memory' means the GPU had no room for NCCL's buffers (the model took it all), while other errors point at the GPU or driver (launchguard check --only node.gpu)",
@@ -96,7 +107,9 @@ pub const RULES: &[WarnRule] = &[
 
 /// The first rule that explains the WARN message `msg`.
 pub fn explain(msg: &str) -> Option<&'static WarnRule> {
-    RULES.iter().find(|r| r.any.iter().any(|n| msg.contains(n)))
+    RULES
+        .iter()
+        .find(|r| r.any.iter().any(|n| msg.contains(n)) && !r.none.iter().any(|n| msg.contains(n)))
 }
 
 #[cfg(test)]
@@ -119,6 +132,8 @@ mod tests {
             assert_eq!(explain(msg).map(|r| r.id), Some(id), "{msg}");
         }
         for other in [
+            "NET/IB : mlx5_0:1 GID table changed",
+            "NET/IB : mlx5_0:1 async fatal event on SRQ, unused for now (0x55d0): local catastrophic error",
             "Bootstrap : no socket interface found",
             "Failed to initialize any NET plugin",
             "NET/OFI aws-ofi-nccl initialization failed",

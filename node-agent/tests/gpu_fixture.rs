@@ -21,6 +21,17 @@ impl Drop for Tree {
     }
 }
 
+/// An NVIDIA 3D controller at `bdf` under `root/sys`, bound to the `nvidia` driver.
+fn pci_gpu(root: &Path, bdf: &str) {
+    let d = root.join("sys/bus/pci/devices").join(bdf);
+    fs::create_dir_all(&d).unwrap();
+    fs::write(d.join("vendor"), "0x10de\n").unwrap();
+    fs::write(d.join("class"), "0x030200\n").unwrap();
+    let drv = root.join("sys/bus/pci/drivers/nvidia");
+    fs::create_dir_all(&drv).unwrap();
+    std::os::unix::fs::symlink(&drv, d.join("driver")).unwrap();
+}
+
 /// The H200 node as a tree: its /proc/devices, its GPU on the PCI bus and in /proc/driver/nvidia.
 fn h200_tree(name: &str) -> (Tree, GpuFacts) {
     let facts: GpuFacts =
@@ -29,10 +40,7 @@ fn h200_tree(name: &str) -> (Tree, GpuFacts) {
     let root = std::env::temp_dir().join(format!("lg-gpu-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&root);
     for bdf in &facts.pci {
-        let d = root.join("sys/bus/pci/devices").join(bdf);
-        fs::create_dir_all(&d).unwrap();
-        fs::write(d.join("vendor"), "0x10de\n").unwrap();
-        fs::write(d.join("class"), "0x030200\n").unwrap();
+        pci_gpu(&root, bdf);
         fs::create_dir_all(root.join("proc/driver/nvidia/gpus").join(bdf)).unwrap();
     }
     fs::create_dir_all(root.join("dev")).unwrap();
@@ -131,10 +139,7 @@ fn an_xid_in_the_kernel_log_is_a_warning_with_nvidias_action() {
 fn a_gpu_the_driver_lost_shows_against_the_pci_bus() {
     let (t, canned) = h200_tree("lost");
     // A second H200 on the bus that NVML does not list (fallen off the bus).
-    let d = t.0.join("sys/bus/pci/devices/0000:00:07.0");
-    fs::create_dir_all(&d).unwrap();
-    fs::write(d.join("vendor"), "0x10de\n").unwrap();
-    fs::write(d.join("class"), "0x030200\n").unwrap();
+    pci_gpu(&t.0, "0000:00:07.0");
     let f = gather_at(&Roots::under(&t.0), &NvmlSource::Canned(canned.nvml));
     let bad = not_ok(&gpu::judge(&f));
     assert_eq!(bad.len(), 1, "{bad:?}");

@@ -46,9 +46,9 @@ pub struct HostFacts {
     /// The host's IMEX channel files (`channelN` in `/dev/nvidia-caps-imex-channels`), when
     /// [`HostFacts::imex_major`] is known.
     pub imex_channels: Vec<String>,
-    /// Whether the host has the site's IMEX config (`/etc/nvidia-imex/config.cfg`), when
-    /// [`HostFacts::imex_major`] is known.
-    pub imex_config: bool,
+    /// Whether the host's `nvidia-imex` service is enabled (a `*.wants/nvidia-imex.service` link),
+    /// when [`HostFacts::imex_major`] is known.
+    pub imex_enabled: bool,
 }
 
 /// The IMEX facts of the host: the major of `nvidia-caps-imex-channels` in `<proc>/devices` and the
@@ -150,11 +150,21 @@ pub fn gather(roots: &Roots, policy: &Policy, label: &str, step_has_gpus: bool) 
     } else {
         (None, vec![])
     };
-    let imex_config = imex_major.is_some() && roots.etc.join("nvidia-imex/config.cfg").exists();
+    let imex_enabled = imex_major.is_some()
+        && ["multi-user.target.wants", "default.target.wants"]
+            .iter()
+            .any(|w| {
+                roots
+                    .etc
+                    .join("systemd/system")
+                    .join(w)
+                    .join("nvidia-imex.service")
+                    .exists()
+            });
     HostFacts {
         imex_major,
         imex_channels,
-        imex_config,
+        imex_enabled,
         gpu_files,
         gres_files: g.all_files,
         mig: g.multiple_files || roots.dev.join("nvidia-caps").exists(),

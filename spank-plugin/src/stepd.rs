@@ -711,7 +711,7 @@ fn step_imex(sp: &Spank, st: &StepState, h: &HostFacts) -> StepImex {
         imex_channels_env: sp.getenv("NVIDIA_IMEX_CHANNELS"),
         in_container: st.marker.as_ref().is_some_and(|m| m.container)
             || (before.is_some() && mnt_ns() != before),
-        imex_config: h.imex_config,
+        imex_enabled: h.imex_enabled,
     }
 }
 

@@ -17,10 +17,11 @@
 //!
 //! The check applies only on a node whose driver registers `nvidia-caps-imex-channels`, to a step
 //! with GPUs that wants MNNVL: `NCCL_MNNVL_ENABLE=1`, or the automatic setting on a step of several
-//! nodes of a node where the site set IMEX up (`/etc/nvidia-imex/config.cfg`, or a channel file on
-//! the host). A current driver registers the IMEX major on every GPU node (an H200 without NVSwitch
-//! has it), and NCCL's automatic setting uses MNNVL only where the GPUs share a multi-node NVLink
-//! domain, so a plain multi-node step on such a node is not judged. `NCCL_MNNVL_ENABLE=0` turns the
+//! nodes of a node where the site runs IMEX (the `nvidia-imex` service enabled). A current driver
+//! registers the IMEX major on every GPU node (an H200 without NVSwitch has it), the IMEX package and
+//! its config are installed on many nodes with the service off, and a driver option can create
+//! channel 0 everywhere; NCCL's automatic setting uses MNNVL only where the GPUs share a multi-node
+//! NVLink domain, so a plain multi-node step on such a node is not judged. `NCCL_MNNVL_ENABLE=0` turns the
 //! check off for that step.
 //! The node side (daemon, node list, channel file) is `node.imex.*`.
 
@@ -52,8 +53,9 @@ pub struct StepImex {
     pub imex_channels_env: Option<String>,
     /// Whether the task runs in a container's mount namespace (Pyxis/enroot).
     pub in_container: bool,
-    /// Whether the site set IMEX up on the host: `/etc/nvidia-imex/config.cfg` exists.
-    pub imex_config: bool,
+    /// Whether the site runs IMEX on the host: the `nvidia-imex` service is enabled
+    /// (`/etc/systemd/system/*.wants/nvidia-imex.service`).
+    pub imex_enabled: bool,
 }
 
 /// Why the step is taken to use MNNVL, or `None` when it does not.
@@ -64,7 +66,7 @@ fn mnnvl_reason(s: &StepImex) -> Option<String> {
     match s.mnnvl_enable.as_deref().map(str::trim) {
         Some("0") => None,
         Some("1") => Some("NCCL_MNNVL_ENABLE=1".into()),
-        _ if s.nnodes > 1 && (s.imex_config || !s.host_channels.is_empty()) => Some(format!(
+        _ if s.nnodes > 1 && s.imex_enabled => Some(format!(
             "it spans {} nodes with NCCL_MNNVL_ENABLE {}",
             s.nnodes,
             if s.mnnvl_enable.is_some() {
@@ -157,11 +159,12 @@ mod tests {
             mnnvl_enable: Some("1".into()),
             imex_channels_env: Some("0".into()),
             in_container: true,
-            imex_config: true,
+            imex_enabled: true,
         }
     }
 
-    /// A 2-node step on H200s with a current driver: the IMEX major is registered, nothing else.
+    /// A 2-node step on H200s with a current driver: the IMEX major is registered, maybe a channel 0
+    /// the driver made on its own, no IMEX service.
     #[test]
     fn a_multi_node_step_on_a_node_without_imex_set_up_is_not_judged() {
         let s = StepImex {
@@ -174,18 +177,18 @@ mod tests {
             mnnvl_enable: None,
             imex_channels_env: None,
             in_container: false,
-            imex_config: false,
+            imex_enabled: false,
         };
         assert!(check(&s).is_empty(), "{:?}", check(&s));
-        // The site's IMEX config makes it an MNNVL node: the same step is judged.
+        // The site's enabled IMEX service makes it an MNNVL node: the same step is judged.
         let s = StepImex {
-            imex_config: true,
+            imex_enabled: true,
             ..s
         };
         assert_eq!(check(&s).len(), 1);
         // Asking for MNNVL explicitly is judged wherever the driver offers IMEX.
         let s = StepImex {
-            imex_config: false,
+            imex_enabled: false,
             mnnvl_enable: Some("1".into()),
             ..s
         };

@@ -366,6 +366,10 @@ fn unsuitable_interface(name: &str) -> bool {
 /// rank fails at init (fatal); when only loopback or container bridges are left, single-node runs
 /// work and multi-node ones cannot connect (a warning).
 fn interface_problem(value: &str, interfaces: &[String]) -> Option<(String, bool)> {
+    // NCCL reads the variable only when it is longer than one character.
+    if value.len() <= 1 {
+        return None;
+    }
     let value = value.trim();
     let (exclude, value) = match value.strip_prefix('^') {
         Some(rest) => (true, rest),
@@ -375,9 +379,10 @@ fn interface_problem(value: &str, interfaces: &[String]) -> Option<(String, bool
         Some(rest) => (true, rest),
         None => (false, value),
     };
+    // `name:port` entries: NCCL keeps the name and matches the port separately.
     let wanted: Vec<&str> = list
         .split(',')
-        .map(str::trim)
+        .map(|e| e.split(':').next().unwrap_or("").trim())
         .filter(|e| !e.is_empty())
         .collect();
     if wanted.is_empty() || interfaces.is_empty() {
@@ -964,6 +969,10 @@ mod tests {
             assert_eq!(sev(v, Some(false)).unwrap().0, Severity::Warning, "{v}");
         }
         assert_eq!(sev("lo", Some(true)).unwrap().0, Severity::Warning);
+        // NCCL ignores a one-character value, and `name:port` matches the name.
+        assert_eq!(sev("x", Some(true)), None);
+        assert_eq!(sev("eth0:5000", Some(true)), None);
+        assert_eq!(sev("^=", Some(true)), None);
         assert_eq!(sev("^docker,lo", Some(true)), None);
         assert_eq!(sev("=eth0", Some(true)), None);
     }

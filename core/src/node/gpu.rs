@@ -120,6 +120,9 @@ pub struct Gpu {
     /// `nvmlDeviceGetMaxPcieLinkWidth`); `None` when NVML does not say.
     #[cfg_attr(feature = "serde", serde(default))]
     pub pcie_width: Option<(u32, u32)>,
+    /// Whether MIG mode is on (`nvmlDeviceGetMigMode`, current); `None` where MIG is not supported.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub mig: Option<bool>,
 }
 
 /// What NVML said on this node.
@@ -155,6 +158,10 @@ pub struct SlurmGpus {
     pub node: String,
     /// `Gres=gpu:N` of the node's slurm.conf line (0: none).
     pub gres_gpus: u32,
+    /// The node's GPU GRES types name MIG profiles (`gpu:1g.10gb:7`): Slurm then counts MIG
+    /// instances, not GPUs.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub mig_types: bool,
     /// gres.conf's `AutoDetect=` for the node (lower-case), if any.
     pub autodetect: Option<String>,
     /// The PluginDir searched for `gpu_nvml.so`.
@@ -269,7 +276,9 @@ pub fn xid_fault(code: u32) -> Option<(&'static str, &'static str)> {
 pub struct GpuFacts {
     /// What NVML said.
     pub nvml: Nvml,
-    /// PCI addresses (`0000:18:00.0`) of NVIDIA display/3D controllers in `/sys/bus/pci/devices`.
+    /// PCI addresses (`0000:18:00.0`) of NVIDIA display/3D controllers in `/sys/bus/pci/devices`
+    /// that are bound to the `nvidia` driver (a GPU given to `vfio-pci`, left unbound or excluded
+    /// with `NVreg_ExcludedGpus` is not the driver's to lose).
     pub pci: Vec<String>,
     /// Entries of `/proc/driver/nvidia/gpus/` (`None`: the directory is absent, no NVIDIA driver
     /// loaded, or a sandbox that hides it).
@@ -280,6 +289,11 @@ pub struct GpuFacts {
     /// The kernel log's Xid records (read only where NVIDIA GPUs are).
     #[cfg_attr(feature = "serde", serde(default))]
     pub kernel: KernelLog,
+    /// The check runs inside a Slurm job step (`SLURM_JOB_ID` set: `launchguard sweep`'s step):
+    /// with `ConstrainDevices=yes` NVML then sees only the step's GPUs, so NVML's count is not the
+    /// node's and the count comparisons are not made.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub in_step: bool,
 }
 
 /// Whether this node is part of a multi-node NVLink (MNNVL) domain, as NVML tells it.
@@ -432,9 +446,15 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
         _ => Outcome::ok("node.gpu.nvml"),
     };
     let count = match &f.nvml {
+        Nvml::Read { .. } if f.in_step => Outcome::ok("node.gpu.count"),
         Nvml::Read { gpus, .. } => {
             let seen: Vec<String> = gpus.iter().map(|g| sysfs_bus_id(&g.pci_bus_id)).collect();
-            let lost: Vec<&String> = f.pci.iter().filter(|p| !seen.contains(p)).collect();
+            let lost: Vec<&String> = if gpus.iter().any(|g| g.pci_bus_id.is_empty()) {
+                // NVML did not give every bus ID: compare counts only.
+                f.pci.iter().skip(gpus.len()).collect()
+            } else {
+                f.pci.iter().filter(|p| !seen.contains(p)).collect()
+            };
             if lost.is_empty() {
                 Outcome::ok("node.gpu.count")
             } else {
@@ -460,7 +480,7 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
     };
     let gres = f.slurm.as_ref().map_or_else(
         || Outcome::ok("node.gpu.gres"),
-        |s| gres_outcome(s, &f.nvml),
+        |s| gres_outcome(s, &f.nvml, f.in_step),
     );
     let (ecc, pcie) = match &f.nvml {
         Nvml::Read { gpus, .. } => (ecc_outcome(gpus), pcie_outcome(gpus)),
@@ -564,7 +584,7 @@ fn pcie_outcome(gpus: &[Gpu]) -> Outcome {
 /// `node.gpu.gres`: gres.conf(5) "AutoDetect": `nvml` needs Slurm's `gpu_nvml.so` (a Slurm built
 /// with NVML) and a loadable NVML, else slurmd detects no GPU; slurm.conf(5) "Gres": a node that
 /// registers fewer GPUs than its `Gres=gpu:N` is set INVALID (or drained) by slurmctld.
-fn gres_outcome(s: &SlurmGpus, nvml: &Nvml) -> Outcome {
+fn gres_outcome(s: &SlurmGpus, nvml: &Nvml, in_step: bool) -> Outcome {
     const WHY_AUTO: &str = "slurmd then detects no GPU through NVML, so the node registers fewer GPUs than slurm.conf's Gres=gpu:N (slurmctld marks it INVALID or drains it) or jobs get GPUs without device files";
     if s.autodetect.as_deref() == Some("nvml") {
         if !s.gpu_nvml_plugin {
@@ -591,7 +611,8 @@ fn gres_outcome(s: &SlurmGpus, nvml: &Nvml) -> Outcome {
         }
     }
     if let Nvml::Read { gpus, .. } = nvml {
-        if s.gres_gpus as usize > gpus.len() {
+        let mig = s.mig_types || gpus.iter().any(|g| g.mig == Some(true));
+        if !in_step && !mig && s.gres_gpus as usize > gpus.len() {
             return Outcome::new(
                 "node.gpu.gres",
                 Status::Critical,
@@ -686,6 +707,7 @@ mod tests {
             fabric,
             ecc_uncorrected: Some(0),
             pcie_width: Some((16, 16)),
+            mig: Some(false),
         }
     }
 
@@ -713,6 +735,7 @@ mod tests {
             proc_gpus: None,
             slurm: None,
             kernel: KernelLog::NotAsked,
+            in_step: false,
         }
     }
 
@@ -724,6 +747,7 @@ mod tests {
         Some(SlurmGpus {
             node: "gpu-01".into(),
             gres_gpus,
+            mig_types: false,
             autodetect: autodetect.map(Into::into),
             plugin_dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm".into(),
             gpu_nvml_plugin: plugin,
@@ -766,6 +790,39 @@ mod tests {
         f.slurm = slurm(4, Some("nvml"), true);
         f.nvml = Nvml::Unavailable("libnvidia-ml.so.1: cannot open shared object file".into());
         assert_eq!(status(&f, "node.gpu.gres"), Status::Critical);
+        // MIG: Slurm counts instances (Gres=gpu:1g.10gb:7 on one GPU), not GPUs.
+        f.nvml = Nvml::Read {
+            driver_version: "580.159.04".into(),
+            cuda_driver_version: None,
+            gpus: vec![gpu(0, Ok(fab(FabricState::NotSupported, ZERO)))],
+        };
+        f.slurm = slurm(7, None, false);
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Critical);
+        if let Some(s) = f.slurm.as_mut() {
+            s.mig_types = true;
+        }
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Ok);
+        f.slurm = slurm(7, None, false);
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            gpus[0].mig = Some(true);
+        }
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Ok);
+        // Inside a job step (a sweep), NVML sees the step's GPUs only: no count comparison.
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            gpus[0].mig = Some(false);
+        }
+        f.in_step = true;
+        f.pci.push("0000:99:00.0".into());
+        assert_eq!(status(&f, "node.gpu.gres"), Status::Ok);
+        assert_eq!(status(&f, "node.gpu.count"), Status::Ok);
+        f.in_step = false;
+        assert_eq!(status(&f, "node.gpu.count"), Status::Critical);
+        // NVML without bus IDs: counts are compared.
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            gpus[0].pci_bus_id.clear();
+        }
+        f.pci = vec!["0000:18:00.0".into()];
+        assert_eq!(status(&f, "node.gpu.count"), Status::Ok);
         // Fake or non-NVIDIA GPUs as GRES on a node without NVIDIA hardware: not this check's.
         f.slurm = slurm(2, None, false);
         f.nvml = Nvml::NotAsked;
@@ -914,6 +971,7 @@ mod tests {
             proc_gpus: None,
             slurm: None,
             kernel: KernelLog::NotAsked,
+            in_step: false,
         };
         assert_eq!(status(&f, "node.gpu.nvml"), Status::Warning);
         f.pci.clear();

@@ -17,8 +17,9 @@
 //! GPU node (an H100 or H200 without NVSwitch has it too), so the driver's device alone does not make
 //! a node an MNNVL node. The checks judge a node only when it is one: its GPUs completed their NVLink
 //! fabric registration into a multi-node domain (NVML's GPU fabric info: a non-zero cluster UUID, the
-//! rule NCCL follows, [`super::gpu::mnnvl`]), or the site set IMEX up on it (`config.cfg` present or
-//! an `nvidia-imex` process running). Every other node passes and says why in the `imex` fact
+//! rule NCCL follows, [`super::gpu::mnnvl`]), or the site runs IMEX on it (an `nvidia-imex` process,
+//! or its service enabled). The IMEX package and its `config.cfg` are installed on many nodes that are
+//! no MNNVL nodes (driver containers and images ship them with the service off), so they are no sign. Every other node passes and says why in the `imex` fact
 //! ([`scope`]). Gathering: `node-agent/src/gather/imex.rs` (root paths configurable for fixture trees).
 
 use super::gpu::Mnnvl;
@@ -77,6 +78,10 @@ pub struct ImexFacts {
     pub daemons: Vec<u32>,
     /// Whether [`CONFIG_FILE`] exists.
     pub config_present: bool,
+    /// Whether the `nvidia-imex` systemd service is enabled (a `*.wants/nvidia-imex.service` link
+    /// under `/etc/systemd/system`). The package (and its config) is installed on many nodes that are
+    /// no MNNVL nodes, with the service left off, so the config alone is no sign.
+    pub service_enabled: bool,
     /// The node list, when the configuration exists.
     pub nodes: Option<NodesFile>,
     /// Whether NVML puts this node's GPUs in a multi-node NVLink domain.
@@ -85,7 +90,7 @@ pub struct ImexFacts {
 
 /// Whether the IMEX checks judge this node: `Ok(why)` when they do, `Err(why not)` when it passes
 /// unjudged. Judged: the driver offers IMEX channels and either NVML puts the GPUs in a multi-node
-/// NVLink domain or the site set IMEX up (config or daemon).
+/// NVLink domain or the site runs IMEX here (daemon running or service enabled).
 pub fn scope(f: &ImexFacts) -> Result<String, String> {
     let Some(major) = f.major else {
         return Err("not judged: the NVIDIA driver offers no IMEX channels".into());
@@ -95,18 +100,25 @@ pub fn scope(f: &ImexFacts) -> Result<String, String> {
             "judged: the GPUs are in multi-node NVLink domain {d} (NVML fabric info)"
         ));
     }
-    if !f.daemons.is_empty() || f.config_present {
+    if !f.daemons.is_empty() || f.service_enabled {
         return Ok(format!(
-            "judged: the site set IMEX up ({}), driver major {major}",
+            "judged: the site runs IMEX here ({}), driver major {major}",
             if f.daemons.is_empty() {
-                CONFIG_FILE
+                "nvidia-imex.service is enabled"
             } else {
                 "nvidia-imex runs"
             }
         ));
     }
     Err(match &f.mnnvl {
-        Mnnvl::No(why) => format!("not judged: not a multi-node NVLink node ({why})"),
+        Mnnvl::No(why) => format!(
+            "not judged: not a multi-node NVLink node ({why}){}",
+            if f.config_present {
+                ", and nvidia-imex is installed but not enabled"
+            } else {
+                ""
+            }
+        ),
         Mnnvl::Pending(st) => format!(
             "not judged: NVLink fabric registration {st} (node.gpu.fabric) and no IMEX set up"
         ),
@@ -248,6 +260,7 @@ mod tests {
             }],
             daemons: vec![4242],
             config_present: true,
+            service_enabled: true,
             nodes: Some(NodesFile {
                 path: DEFAULT_NODES_FILE.into(),
                 nodes: Ok(18),
@@ -264,6 +277,7 @@ mod tests {
             channels: vec![],
             daemons: vec![],
             config_present: false,
+            service_enabled: false,
             nodes: None,
             mnnvl: Mnnvl::No("GPU fabric not supported on 1 of 1 GPU(s) (NVIDIA H200)".into()),
         }
@@ -306,8 +320,21 @@ mod tests {
 
     #[test]
     fn a_node_where_the_site_set_imex_up_is_judged_whatever_nvml_says() {
+        // The package installed (config.cfg) with its service off: not a sign (driver containers and
+        // images ship it everywhere).
         let f = ImexFacts {
             config_present: true,
+            ..h200()
+        };
+        assert!(
+            judge(&f).iter().all(|o| o.status == Status::Ok),
+            "{:?}",
+            judge(&f)
+        );
+        assert!(scope(&f).unwrap_err().contains("installed but not enabled"));
+        let f = ImexFacts {
+            config_present: true,
+            service_enabled: true,
             nodes: Some(NodesFile {
                 path: DEFAULT_NODES_FILE.into(),
                 nodes: Ok(0),
@@ -339,6 +366,7 @@ mod tests {
             channels: vec![],
             daemons: vec![],
             config_present: false,
+            service_enabled: false,
             nodes: None,
             mnnvl: Mnnvl::Member("x/1".into()),
         };

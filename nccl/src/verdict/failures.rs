@@ -119,7 +119,7 @@ fn socket_interface_finding(q: &str, facts: &crate::log::LogFacts, f: &mut Vec<F
     let what = match set {
         Some(e) => format!(
             "{q}: NCCL found no network interface for its sockets: NCCL_SOCKET_IFNAME={} matches none of the host's interfaces that are up with an address",
-            e.value
+            launchguard_core::finding::clip(&e.value, 60).replace(';', ",")
         ),
         None => format!(
             "{q}: NCCL found no network interface for its sockets (NCCL_SOCKET_IFNAME, if set, matches none; else no interface is up with an address)"

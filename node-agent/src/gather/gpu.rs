@@ -48,6 +48,7 @@ pub fn gather(ctx: &Ctx) -> GpuFacts {
     }
     let mut f = gather_at(&ctx.roots, &ctx.nvml);
     f.slurm = slurm_gpus(ctx);
+    f.in_step = std::env::var_os("SLURM_JOB_ID").is_some();
     *cache = Some((Instant::now(), f.clone()));
     f
 }
@@ -76,6 +77,7 @@ pub fn gather_at(roots: &Roots, source: &NvmlSource) -> GpuFacts {
         pci,
         proc_gpus,
         slurm: None,
+        in_step: false,
     }
 }
 
@@ -140,11 +142,18 @@ pub fn slurm_gpus(ctx: &Ctx) -> Option<SlurmGpus> {
     let (_, conf) = ctx.slurm_conf();
     let conf = conf.ok()?;
     let node = ctx.slurm_node_name(Some(&conf));
-    let gres_gpus = conf
+    let gres = conf
         .node(&node)
         .and_then(|l| l.get("Gres"))
-        .map(launchguard_core::node::slurm_conf::gres_gpu_count)
-        .unwrap_or(0);
+        .unwrap_or("")
+        .to_string();
+    let gres_gpus = launchguard_core::node::slurm_conf::gres_gpu_count(&gres);
+    // MIG profile names as GRES types: `gpu:1g.10gb:7`, `gpu:3g.40gb:2`.
+    let mig_types = gres.split(',').any(|g| {
+        g.split(':')
+            .nth(1)
+            .is_some_and(|t| t.contains("g.") && t.ends_with("gb"))
+    });
     let gres_conf = super::util::read_text(&ctx.slurm_dir().join("gres.conf")).unwrap_or_default();
     let dirs = super::pmix::plugin_dirs(ctx, Some(&conf));
     Some(SlurmGpus {
@@ -156,11 +165,13 @@ pub fn slurm_gpus(ctx: &Ctx) -> Option<SlurmGpus> {
             .collect::<Vec<_>>()
             .join(":"),
         gres_gpus,
+        mig_types,
         node,
     })
 }
 
-/// PCI addresses of NVIDIA (vendor `0x10de`) VGA (`0x0300xx`) and 3D (`0x0302xx`) controllers.
+/// PCI addresses of NVIDIA (vendor `0x10de`) VGA (`0x0300xx`) and 3D (`0x0302xx`) controllers bound
+/// to the `nvidia` driver (the `driver` link's name).
 pub fn pci_gpus(sys: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(sys.join("bus/pci/devices")) else {
         return vec![];
@@ -174,10 +185,15 @@ pub fn pci_gpus(sys: &Path) -> Vec<String> {
         .flatten()
         .filter(|e| {
             let p = e.path();
-            read(&p.join("vendor")) == "0x10de" && {
-                let class = read(&p.join("class"));
-                class.starts_with("0x0300") || class.starts_with("0x0302")
-            }
+            read(&p.join("vendor")) == "0x10de"
+                && {
+                    let class = read(&p.join("class"));
+                    class.starts_with("0x0300") || class.starts_with("0x0302")
+                }
+                && std::fs::read_link(p.join("driver"))
+                    .ok()
+                    .and_then(|d| d.file_name().map(|n| n == "nvidia"))
+                    .unwrap_or(false)
         })
         .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
         .collect();
@@ -263,6 +279,7 @@ fn read_nvml_now() -> Nvml {
                 .current_pcie_link_width()
                 .and_then(|c| dev.max_pcie_link_width().map(|m| (c, m)))
                 .ok(),
+            mig: dev.mig_mode().ok().map(|m| m.current == 1),
         });
     }
     Nvml::Read {
@@ -280,16 +297,23 @@ mod tests {
     fn pci_scan_finds_nvidia_display_and_3d_controllers_only() {
         let base = std::env::temp_dir().join(format!("lg-gpu-pci-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
-        let dev = |bdf: &str, vendor: &str, class: &str| {
+        let drivers = base.join("sys/bus/pci/drivers");
+        let dev = |bdf: &str, vendor: &str, class: &str, driver: &str| {
             let d = base.join("sys/bus/pci/devices").join(bdf);
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("vendor"), format!("{vendor}\n")).unwrap();
             std::fs::write(d.join("class"), format!("{class}\n")).unwrap();
+            if !driver.is_empty() {
+                std::fs::create_dir_all(drivers.join(driver)).unwrap();
+                std::os::unix::fs::symlink(drivers.join(driver), d.join("driver")).unwrap();
+            }
         };
-        dev("0000:18:00.0", "0x10de", "0x030200"); // H100/H200 SXM: 3D controller
-        dev("0000:3b:00.0", "0x10de", "0x030000"); // a VGA-class NVIDIA GPU
-        dev("0000:40:00.0", "0x10de", "0x068000"); // NVSwitch (bridge class): not a GPU
-        dev("0000:50:00.0", "0x15b3", "0x020700"); // a ConnectX NIC
+        dev("0000:18:00.0", "0x10de", "0x030200", "nvidia"); // H100/H200 SXM: 3D controller
+        dev("0000:3b:00.0", "0x10de", "0x030000", "nvidia"); // a VGA-class NVIDIA GPU
+        dev("0000:40:00.0", "0x10de", "0x068000", "nvidia-nvswitch"); // NVSwitch: not a GPU
+        dev("0000:50:00.0", "0x15b3", "0x020700", "mlx5_core"); // a ConnectX NIC
+        dev("0000:60:00.0", "0x10de", "0x030200", "vfio-pci"); // passed to a VM: not the driver's
+        dev("0000:61:00.0", "0x10de", "0x030200", ""); // unbound (excluded): not the driver's
         let roots = Roots::under(&base);
         assert_eq!(pci_gpus(&roots.sys), vec!["0000:18:00.0", "0000:3b:00.0"]);
         assert_eq!(proc_gpus(&roots.proc), None);
