@@ -378,6 +378,12 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         for (n, why) in slurm::launch_errors(&o.stderr) {
             launch_err.insert(n, why);
         }
+        if o.stopped || o.timed_out {
+            // srun may have died (SIGKILL after its grace) still holding the allocation: cancel it
+            // now, so its nodes complete it and can be asked again.
+            cleanup::unsure();
+            cleanup::cancel_owned(left().min(Duration::from_secs(5)), true);
+        }
     }
     // Per-node retries for the silent ones, in parallel, in the time left.
     // A node srun named in a launch error ("… failed on node X: …") already has Slurm's reason;
@@ -539,7 +545,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
 /// ended just before the sweep), within its deadline. A healthy slurmd reports a killed step's end
 /// in well under a second; a node slurmctld cannot reach stays completing until slurmctld marks it
 /// down, which the sweep does not wait for.
-pub const MAX_COMPLETING_WAIT: Duration = Duration::from_secs(10);
+pub const MAX_COMPLETING_WAIT: Duration = Duration::from_secs(5);
 
 /// Polls `sinfo` for `nodes` (every 200 ms) until none is completing or `until`: (the nodes done,
 /// the nodes still completing with their last state). A node sinfo does not list counts as done
@@ -1011,8 +1017,8 @@ mod tests {
                 reason: "its retry step was refused: Unable to allocate resources: Requested nodes are busy".into(),
             },
         );
-        let log = "[2026-12-01T15:20:01.300] error: slurm_unpack_received_msg: [[lgn16]:40412] auth_g_verify: MESSAGE_EPILOG_COMPLETE has authentication error: Invalid authentication credential\n";
-        let lines = diagnose::log_lines_about(log, "lgn16", None, 5);
+        let log = "[2026-12-01T15:48:20.605] error: slurm_receive_msgs: [[10.78.0.26]:6918] failed: Zero Bytes were transmitted or received\n";
+        let lines = diagnose::log_lines_about(log, "lgn16", Some("10.78.0.26"), 5);
         let d = diagnose::judge(&diagnose::Evidence {
             launch_error: None,
             reason: "Not responding",
@@ -1051,7 +1057,7 @@ mod tests {
         );
         assert!(
             t.contains(
-                "(slurmctld's log: [2026-12-01T15:20:01.300] error: slurm_unpack_received_msg"
+                "(slurmctld's log: [2026-12-01T15:48:20.605] error: slurm_receive_msgs: [[10.78.0.26]:6918] failed: Zero Bytes"
             ),
             "{t}"
         );
