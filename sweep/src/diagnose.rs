@@ -73,43 +73,36 @@ fn says(text: &str, words: &[&str]) -> bool {
     words.iter().any(|w| t.contains(w))
 }
 
-/// The likeliest cause, from the strongest evidence: slurmctld's log naming an authentication
-/// failure for this node, then srun's launch error, then the rest of slurmctld's lines about it.
+/// The likeliest cause, from the freshest evidence: srun's launch error for this node (this very
+/// sweep's RPC to it), then slurmctld's log lines about it, newest first; else none.
 pub fn judge(e: &Evidence) -> Diagnosis {
-    // slurmctld's log line about an authentication failure from/to this node is the most direct.
-    if let Some(l) = e.ctld_lines.iter().rev().find(|l| says(l, &AUTH)) {
-        return Diagnosis {
-            cause: Cause::MungeKey,
-            evidence: format!("slurmctld's log: {}", l.trim()),
-        };
-    }
-    if let Some(err) = e.launch_error {
-        let cause = if says(err, &AUTH) {
+    let cause_of = |text: &str| {
+        if says(text, &AUTH) {
             Some(Cause::MungeKey)
-        } else if says(err, &DOWN) {
+        } else if says(text, &DOWN) {
             Some(Cause::SlurmdDown)
-        } else if says(err, &HUNG) {
+        } else if says(text, &HUNG) {
             Some(Cause::SlurmdHung)
         } else {
             None
+        }
+    };
+    if let Some((err, cause)) = e.launch_error.and_then(|l| Some((l, cause_of(l)?))) {
+        return Diagnosis {
+            cause,
+            evidence: format!("srun: {}", err.trim()),
         };
-        if let Some(cause) = cause {
-            return Diagnosis {
-                cause,
-                evidence: format!("srun: {}", err.trim()),
-            };
-        }
     }
-    for (words, cause) in [
-        (&DOWN[..], Cause::SlurmdDown),
-        (&HUNG[..], Cause::SlurmdHung),
-    ] {
-        if let Some(l) = e.ctld_lines.iter().rev().find(|l| says(l, words)) {
-            return Diagnosis {
-                cause,
-                evidence: format!("slurmctld's log: {}", l.trim()),
-            };
-        }
+    if let Some((l, cause)) = e
+        .ctld_lines
+        .iter()
+        .rev()
+        .find_map(|l| Some((l, cause_of(l)?)))
+    {
+        return Diagnosis {
+            cause,
+            evidence: format!("slurmctld's log: {}", l.trim()),
+        };
     }
     let evidence = match (e.launch_error, e.reason) {
         (Some(err), _) => format!("srun: {}", err.trim()),
@@ -146,8 +139,9 @@ pub fn explain(cause: Cause, node: &str) -> (String, String) {
 }
 
 /// The lines of `log` (slurmctld's log text) about `node`: those naming it as a word (`lgn16`, not
-/// `lgn160`) or its address `addr` (as `10.0.0.5:`, `10.0.0.5]` or a whole word), the last `max`,
-/// oldest first.
+/// `lgn160`) or its address `addr` (as `10.0.0.5:`, `10.0.0.5]` or a whole word), since slurmctld
+/// last logged it healthy (`Node lgn16 now responding`, `returned to service`: an older fault is
+/// not this one), the last `max`, oldest first.
 pub fn log_lines_about(log: &str, node: &str, addr: Option<&str>, max: usize) -> Vec<String> {
     let word = |line: &str, w: &str| {
         line.match_indices(w).any(|(i, _)| {
@@ -165,6 +159,12 @@ pub fn log_lines_about(log: &str, node: &str, addr: Option<&str>, max: usize) ->
         .filter(|l| word(l, node) || addr.is_some_and(|a| a != node && word(l, a)))
         .map(str::to_string)
         .collect();
+    if let Some(i) = out
+        .iter()
+        .rposition(|l| l.contains("now responding") || l.contains("returned to service"))
+    {
+        out.drain(..=i);
+    }
     let skip = out.len().saturating_sub(max);
     out.drain(..skip);
     out
@@ -213,6 +213,9 @@ mod tests {
             log_lines_about(CTLD_LOG, "lgn3", Some("10.78.0.13"), 1).len(),
             1
         );
+        // A fault before the node last answered is not evidence about it now.
+        let healed = format!("{CTLD_LOG}[2026-12-01T15:49:09.690] Node lgn16 now responding\n");
+        assert!(log_lines_about(&healed, "lgn16", Some("10.78.0.26"), 10).is_empty());
     }
 
     #[test]
