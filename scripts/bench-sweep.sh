@@ -14,7 +14,8 @@
 # MUNGE_ONLY=1: only the munge-key fault, once per position in POSITIONS (default "first middle last":
 # lgn1, lgn<N/2>, lgnN) and per moment: `fresh` sweeps right after the key changed (slurmctld has
 # not noticed), `noticed` waits (bounded, 60 s) until sinfo shows the node not responding first.
-# One line per run: nodes, node broken, moment, ms, named, unjudged.
+# One line per run: nodes, node broken, moment, ms, named, unjudged; each run's --json report is
+# kept in /tmp/lg-bench-sweep-<N>-<node>-<moment>.json.
 # `load` is the 1-minute load average when the size was done (the machine may be shared).
 # Holds /tmp/lg-cluster-multinode.lock (flock -o: the daemons do not keep it) for all sizes; leaves a 3-node cluster up, as the tests expect.
 #   LAUNCHGUARD=path (default target/release/launchguard)   SIZES="2 4 8"   REPS=5
@@ -49,6 +50,8 @@ fault() { # [unjudged] -> "ms named [unjudged]"
   t0=$(now)
   j=$("$LG" sweep --json --timeout 60 --check-arg=--config="$CONFIG" 2>/dev/null || true)
   t1=$(now)
+  # Kept for reading afterwards: the last report of each kind of run.
+  [ -z "${SAVE:-}" ] || printf '%s\n' "$j" > "$SAVE"
   echo "$(ms "$t0" "$t1") $(printf '%s' "$j" | flagged "$@")"
 }
 noticed() { # node: wait until slurmctld marks it not responding (`*`), at most 60 s
@@ -67,7 +70,7 @@ munge_only() { # n
     for moment in fresh noticed; do
       scripts/multinode.sh break "$node" munge-key >/dev/null 2>&1 || { echo "bench-sweep: break failed" >&2; return 1; }
       [ "$moment" = fresh ] || noticed "$node" || return 1
-      r=$(fault unjudged)
+      r=$(SAVE=/tmp/lg-bench-sweep-$n-$node-$moment.json fault unjudged)
       printf '%-5s %-6s %-8s %8s %-9s %s\n' "$n" "$node" "$moment" ${r%% *} $(echo "$r" | cut -d' ' -f2) $(echo "$r" | cut -d' ' -f3)
       scripts/multinode.sh heal >/tmp/lg-bench-sweep-up.log 2>&1 || { cat /tmp/lg-bench-sweep-up.log >&2; return 1; }
     done
