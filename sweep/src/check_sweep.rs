@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use crate::cleanup;
 use crate::compare::{self, Divergence, RULES};
+use crate::diagnose::{self, Cause, Diagnosis};
 use crate::finding::{self, Finding, Severity};
 use crate::report::{self, NodeReport, TaskOutput};
 use crate::slurm::{self, NodeState};
@@ -54,6 +55,16 @@ pub enum NodeResult {
     /// The node could not run the step.
     Unreachable {
         /// What Slurm said.
+        reason: String,
+        /// The likeliest cause and its evidence ([`diagnose::judge`]); `None` for nodes not
+        /// diagnosed (drained on purpose, unknown to Slurm, busy with jobs).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        diagnosis: Option<Diagnosis>,
+    },
+    /// The sweep could not judge the node, through no fault of the node's: it was still completing
+    /// a job (the sweep's own aborted step, most often) when its turn came, past the bounded wait.
+    Unjudged {
+        /// Why.
         reason: String,
     },
     /// The check started (its marker arrived) but gave no report before the deadline killed it.
@@ -149,7 +160,12 @@ fn srun_cmd(opts: &SweepOptions, nodes: &[String], job: &str, budget: Duration) 
     c
 }
 
-fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> Finding {
+fn unreachable_finding(
+    node: &str,
+    reason: &str,
+    state: Option<&NodeState>,
+    diagnosis: Option<&Diagnosis>,
+) -> Finding {
     if state.is_some_and(NodeState::busy) {
         return Finding::new(
             "cluster.node_busy",
@@ -161,38 +177,67 @@ fn unreachable_finding(node: &str, reason: &str, state: Option<&NodeState>) -> F
         );
     }
     let drained = state.is_some_and(|s| s.state.contains("drain") && !s.state.ends_with('*'));
-    let lower = reason.to_ascii_lowercase();
-    let said_munge = ["zero bytes", "authentication", "credential", "munge"]
-        .iter()
-        .any(|w| lower.contains(w));
-    let state_only = !said_munge;
-    let munge = said_munge
-        || state.is_some_and(|s| s.reason.to_ascii_lowercase().contains("not responding"))
-            && !lower.contains("connection failure")
-            && !lower.contains("connection refused");
-    let fix = if reason.starts_with("Slurm has no node") {
-        format!("check the name (sinfo -N lists the nodes Slurm knows) or add {node} to slurm.conf")
+    let what = format!("node '{node}' could not run the check step: {reason}");
+    let (id, why, fix) = if reason.starts_with("Slurm has no node") {
+        (
+            "cluster.node_unreachable",
+            "jobs scheduled there fail or wait, and its configuration could not be compared"
+                .to_string(),
+            format!(
+                "check the name (sinfo -N lists the nodes Slurm knows) or add {node} to slurm.conf"
+            ),
+        )
     } else if drained {
-        format!("it was taken out of service on purpose; once its reason is dealt with: scontrol update nodename={node} state=resume")
-    } else if munge && !state_only {
-        format!("check that {node}'s /etc/munge/munge.key is the cluster's key (munge -n | ssh {node} unmunge must succeed) and that munged runs there, restart munged, then scontrol update nodename={node} state=resume")
-    } else if munge {
-        // Only Slurm's "Not responding": a dead slurmd or host looks the same as a foreign key.
-        format!("check that {node} is up and slurmd runs there (systemctl status slurmd), and that its /etc/munge/munge.key is the cluster's key (munge -n | ssh {node} unmunge); then scontrol update nodename={node} state=resume")
+        (
+            "cluster.node_unreachable",
+            "jobs scheduled there fail or wait, and its configuration could not be compared".to_string(),
+            format!("it was taken out of service on purpose; once its reason is dealt with: scontrol update nodename={node} state=resume"),
+        )
     } else {
-        format!("check slurmd on {node} (is it running, can slurmctld reach it on SlurmdPort, its log), then scontrol update nodename={node} state=resume")
+        // Canned results (unit tests) come without a diagnosis: judge Slurm's words alone.
+        let d = diagnosis.cloned().unwrap_or_else(|| {
+            diagnose::judge(&diagnose::Evidence {
+                launch_error: Some(reason),
+                reason: state.map_or("", |s| s.reason.as_str()),
+                ctld_lines: &[],
+            })
+        });
+        let (why, fix) = diagnose::explain(d.cause, node);
+        let why =
+            if d.evidence.is_empty() || reason.contains(d.evidence.trim_start_matches("srun: ")) {
+                why
+            } else {
+                format!("{why} ({})", d.evidence)
+            };
+        let id = if d.cause == Cause::MungeKey {
+            "cluster.munge_auth"
+        } else {
+            "cluster.node_unreachable"
+        };
+        (id, why, fix)
     };
     Finding::new(
-        "cluster.node_unreachable",
+        id,
         if drained {
             Severity::Warning
         } else {
             Severity::Critical
         },
         vec![node.to_string()],
-        &format!("node '{node}' could not run the check step: {reason}"),
-        "jobs scheduled there fail or wait, and its configuration could not be compared",
+        &what,
+        &why,
         &fix,
+    )
+}
+
+fn unjudged_finding(node: &str, reason: &str) -> Finding {
+    Finding::new(
+        "cluster.node_unjudged",
+        Severity::Unknown,
+        vec![node.to_string()],
+        &format!("node '{node}' was not judged: {reason}"),
+        "the sweep could not run the check there in time; this says nothing against the node, but its configuration was not compared",
+        &format!("sweep it again once it is idle: launchguard sweep -w {node}"),
     )
 }
 
@@ -265,6 +310,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
     let mut launch_err: BTreeMap<String, String> = BTreeMap::new();
     let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
     let mut ask = Vec::new();
+    let mut finishing = Vec::new();
     for n in &scope {
         match state_of(n) {
             None => {
@@ -275,6 +321,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
                             Some(p) => format!("Slurm has no node '{n}' in partition {p}"),
                             None => format!("Slurm has no node '{n}'"),
                         },
+                        diagnosis: None,
                     },
                 );
             }
@@ -283,11 +330,32 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
                     n.clone(),
                     NodeResult::Unreachable {
                         reason: s.describe(),
+                        diagnosis: None,
                     },
                 );
             }
+            // Still completing a job: one step over every node would be refused as a whole
+            // (`Requested nodes are busy`); wait for it apart, bounded.
+            Some(s) if s.completing() => finishing.push(n.clone()),
             Some(_) => ask.push(n.clone()),
         }
+    }
+    if !finishing.is_empty() {
+        let until = Instant::now() + (left() / 4).min(MAX_COMPLETING_WAIT);
+        let (done, still) = wait_completed(&finishing, until);
+        ask.extend(done);
+        for (n, st) in still {
+            results.insert(
+                n,
+                NodeResult::Unjudged {
+                    reason: format!(
+                        "it was still completing an earlier job when the sweep began ({})",
+                        st.describe()
+                    ),
+                },
+            );
+        }
+        ask.sort_by_key(|n| scope.iter().position(|x| x == n));
     }
     let job = cleanup::job_name("lg-sweep");
     let mut steps = 0;
@@ -298,7 +366,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         let budget = left() * 2 / 3;
         steps += 1;
         let (o, tasks) = check_step(opts, &ask, &job, budget)?;
-        any_timeout |= o.timed_out;
+        // Ended by us (deadline, or srun's abort after a refused launch): its job is cancelled by
+        // name at the end, whatever srun managed before it died.
+        any_timeout |= o.timed_out || o.stopped;
         absorb(&mut results, &mut unreadable, tasks);
         if o.timed_out {
             for n in unreadable.keys() {
@@ -308,11 +378,17 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         for (n, why) in slurm::launch_errors(&o.stderr) {
             launch_err.insert(n, why);
         }
+        if o.stopped || o.timed_out {
+            // srun may have died (SIGKILL after its grace) still holding the allocation: cancel it
+            // now, so its nodes complete it and can be asked again.
+            cleanup::unsure();
+            cleanup::cancel_owned(left().min(Duration::from_secs(5)), true);
+        }
     }
     // Per-node retries for the silent ones, in parallel, in the time left.
     // A node srun named in a launch error ("… failed on node X: …") already has Slurm's reason;
     // asking it again would only wait for the aborted step's cleanup on it.
-    let missing: Vec<String> = ask
+    let mut missing: Vec<String> = ask
         .iter()
         .filter(|n| !results.contains_key(*n) && !launch_err.contains_key(*n))
         .cloned()
@@ -321,6 +397,27 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         for n in &missing {
             unreadable.remove(n);
         }
+        // The aborted step's nodes are completing it for a moment (slurmd ends its tasks and
+        // reports to slurmctld); a step asked of them before then is refused as busy. Wait for
+        // that, bounded: a node that is still completing our own step is unjudged, not broken.
+        let waited = Instant::now();
+        let until = waited + (left() / 2).min(MAX_COMPLETING_WAIT);
+        let (_, still) = wait_completed(&missing, until);
+        for (n, st) in still {
+            missing.retain(|m| *m != n);
+            results.insert(
+                n,
+                NodeResult::Unjudged {
+                    reason: format!(
+                        "it was still completing this sweep's own aborted step {:.0} s later ({})",
+                        waited.elapsed().as_secs_f64(),
+                        st.describe()
+                    ),
+                },
+            );
+        }
+    }
+    if !missing.is_empty() && left() > Duration::from_millis(500) {
         let retry_deadline = Instant::now() + left().saturating_sub(Duration::from_millis(300));
         let queue = Arc::new(Mutex::new(missing.clone()));
         type Done = Vec<(String, slurm::Output, Vec<TaskOutput>)>;
@@ -347,33 +444,50 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         }
         steps += missing.len();
         for (n, o, tasks) in done.lock().map(|d| d.clone()).unwrap_or_default() {
-            any_timeout |= o.timed_out;
+            any_timeout |= o.timed_out || o.stopped;
             absorb(&mut results, &mut unreadable, tasks);
             if o.timed_out && unreadable.contains_key(&n) {
                 hung.insert(n.clone());
             }
-            if !results.contains_key(&n) {
-                let why = if o.timed_out {
-                    format!(
-                        "no answer within {:.0} s (srun killed)",
-                        o.elapsed.as_secs_f64()
-                    )
-                } else {
-                    slurm::launch_errors(&o.stderr)
-                        .into_iter()
-                        .find(|(x, _)| *x == n)
-                        .map(|(_, w)| w)
-                        .or_else(|| slurm::srun_error(&o.stderr))
-                        .unwrap_or_else(|| format!("srun exited {:?} with no output", o.code))
-                };
-                launch_err.entry(n).or_insert(why);
+            if results.contains_key(&n) {
+                continue;
             }
+            if let Some(busy) = slurm::srun_error(&o.stderr).filter(|e| refused_busy(e)) {
+                // Refused before anything ran there: the node was busy (most often still
+                // completing our own step), which says nothing against it.
+                unreadable.remove(&n);
+                results.insert(
+                    n,
+                    NodeResult::Unjudged {
+                        reason: format!("its retry step was refused: {busy}"),
+                    },
+                );
+                continue;
+            }
+            let why = if o.timed_out {
+                format!(
+                    "no answer within {:.0} s (srun killed)",
+                    o.elapsed.as_secs_f64()
+                )
+            } else {
+                slurm::launch_errors(&o.stderr)
+                    .into_iter()
+                    .find(|(x, _)| *x == n)
+                    .map(|(_, w)| w)
+                    .or_else(|| slurm::srun_error(&o.stderr))
+                    .unwrap_or_else(|| format!("srun exited {:?} with no output", o.code))
+            };
+            launch_err.entry(n).or_insert(why);
         }
     }
     if any_timeout {
-        // srun was killed at its deadline: its job, found by this run's name, is cancelled now.
+        // srun was killed at its deadline (or ended after it aborted its step): its job, found by
+        // this run's name, is cancelled now.
         cleanup::unsure();
-        cleanup::cancel_owned(left() + Duration::from_secs(1), true);
+        cleanup::cancel_owned(
+            left().min(Duration::from_secs(5)) + Duration::from_secs(1),
+            true,
+        );
     }
     // Fresh states for the nodes that did not answer: Slurm may have noticed them by now.
     let silent: Vec<String> = ask
@@ -408,21 +522,115 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         if let Some(s) = st {
             reason = format!("{reason} ({})", s.describe());
         }
-        results.insert(n.clone(), NodeResult::Unreachable { reason });
+        results.insert(
+            n.clone(),
+            NodeResult::Unreachable {
+                reason,
+                diagnosis: None,
+            },
+        );
     }
-    Ok(assemble(
-        &scope,
-        results,
-        |n| {
-            fresh
+    let now_state = |n: &str| {
+        fresh
+            .iter()
+            .find(|s| s.node == n)
+            .cloned()
+            .or_else(|| state_of(n))
+    };
+    diagnose_unreachable(&mut results, &launch_err, &now_state, left());
+    Ok(assemble(&scope, results, now_state, steps, start.elapsed()))
+}
+
+/// Longest the sweep waits for nodes to finish completing a job (its own aborted step, or one that
+/// ended just before the sweep), within its deadline. A healthy slurmd reports a killed step's end
+/// in well under a second; a node slurmctld cannot reach stays completing until slurmctld marks it
+/// down, which the sweep does not wait for.
+pub const MAX_COMPLETING_WAIT: Duration = Duration::from_secs(5);
+
+/// Polls `sinfo` for `nodes` (every 200 ms) until none is completing or `until`: (the nodes done,
+/// the nodes still completing with their last state). A node sinfo does not list counts as done
+/// (the step then says what is wrong with it).
+fn wait_completed(nodes: &[String], until: Instant) -> (Vec<String>, Vec<(String, NodeState)>) {
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let states = slurm::sinfo(
+            None,
+            Some(&nodes.join(",")),
+            left.max(Duration::from_secs(2)),
+        )
+        .unwrap_or_default();
+        let still: Vec<(String, NodeState)> = nodes
+            .iter()
+            .filter_map(|n| {
+                states
+                    .iter()
+                    .find(|s| s.node == *n && s.completing())
+                    .map(|s| (n.clone(), s.clone()))
+            })
+            .collect();
+        if still.is_empty() || Instant::now() >= until || cleanup::exiting() {
+            let done = nodes
                 .iter()
-                .find(|s| s.node == n)
+                .filter(|n| !still.iter().any(|(x, _)| x == *n))
                 .cloned()
-                .or_else(|| state_of(n))
-        },
-        steps,
-        start.elapsed(),
-    ))
+                .collect();
+            return (done, still);
+        }
+        thread::sleep(Duration::from_millis(200).min(left));
+    }
+}
+
+/// Whether srun's error says the allocation was refused because the nodes are busy
+/// (`Unable to allocate resources: Requested nodes are busy`).
+pub fn refused_busy(srun_error: &str) -> bool {
+    srun_error.contains("Requested nodes are busy")
+}
+
+/// Gives every unreachable node that Slurm did not take out on purpose a [`Diagnosis`]: its launch
+/// error, Slurm's reason, and slurmctld's log lines about it where that log is on this host. Asks
+/// slurmctld (`scontrol show node`, `show config`) only when there is such a node, within
+/// `budget` (at least 1 s, at most 5 s).
+fn diagnose_unreachable(
+    results: &mut BTreeMap<String, NodeResult>,
+    launch_err: &BTreeMap<String, String>,
+    state_of: &dyn Fn(&str) -> Option<NodeState>,
+    budget: Duration,
+) {
+    let todo: Vec<String> = results
+        .iter()
+        .filter(|(n, r)| match r {
+            NodeResult::Unreachable { reason, .. } => {
+                let st = state_of(n);
+                !reason.starts_with("Slurm has no node")
+                    && !st.as_ref().is_some_and(NodeState::busy)
+                    && !st
+                        .as_ref()
+                        .is_some_and(|s| s.state.contains("drain") && !s.state.ends_with('*'))
+            }
+            _ => false,
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    if todo.is_empty() {
+        return;
+    }
+    let t = budget.clamp(Duration::from_secs(1), Duration::from_secs(5));
+    let addrs = slurm::node_addrs(&todo, t);
+    let log = slurm::ctld_log_tail(t)
+        .map(|(_, text)| text)
+        .unwrap_or_default();
+    for n in todo {
+        let st = state_of(&n);
+        let lines = diagnose::log_lines_about(&log, &n, addrs.get(&n).map(String::as_str), 20);
+        let d = diagnose::judge(&diagnose::Evidence {
+            launch_error: launch_err.get(&n).map(String::as_str),
+            reason: st.as_ref().map_or("", |s| s.reason.as_str()),
+            ctld_lines: &lines,
+        });
+        if let Some(NodeResult::Unreachable { diagnosis, .. }) = results.get_mut(&n) {
+            *diagnosis = Some(d);
+        }
+    }
 }
 
 /// Most bytes of stdout kept from one task. A check report is ~3.3 KB; a task that prints without
@@ -486,9 +694,12 @@ fn check_step(
     budget: Duration,
 ) -> Result<(slurm::Output, Vec<TaskOutput>), String> {
     let mut parser = CappedParser::default();
-    let o = slurm::run_streaming(&mut srun_cmd(opts, nodes, job, budget), budget, &mut |l| {
-        parser.feed_line(l)
-    })?;
+    let o = slurm::run_streaming_until(
+        &mut srun_cmd(opts, nodes, job, budget),
+        budget,
+        &mut |l| parser.feed_line(l),
+        slurm::step_aborted,
+    )?;
     let tasks = parser.finish(&o.stderr);
     Ok((o, tasks))
 }
@@ -526,11 +737,15 @@ pub fn assemble(
     for n in scope {
         let result = results.remove(n).unwrap_or(NodeResult::Unreachable {
             reason: "not asked".into(),
+            diagnosis: None,
         });
         let st = state_of(n);
         let findings = match &result {
             NodeResult::Report(r) => node_findings(r),
-            NodeResult::Unreachable { reason } => vec![unreachable_finding(n, reason, st.as_ref())],
+            NodeResult::Unreachable { reason, diagnosis } => {
+                vec![unreachable_finding(n, reason, st.as_ref(), diagnosis.as_ref())]
+            }
+            NodeResult::Unjudged { reason } => vec![unjudged_finding(n, reason)],
             NodeResult::TimedOut { seconds } => vec![Finding::new(
                 "cluster.check_timeout",
                 Severity::Unknown,
@@ -610,6 +825,7 @@ pub fn render(r: &SweepReport) -> String {
         let status = match &n.result {
             NodeResult::Report(_) => finding::worst(&n.findings).as_str(),
             NodeResult::Unreachable { .. } => "unreachable",
+            NodeResult::Unjudged { .. } => "unjudged",
             NodeResult::Unreadable { .. } => "unreadable",
             NodeResult::TimedOut { .. } => "timeout",
         };
@@ -739,6 +955,7 @@ mod tests {
             "d".into(),
             NodeResult::Unreachable {
                 reason: "Communication connection failure".into(),
+                diagnosis: None,
             },
         );
         let r = assemble(&scope, res, |_| None, 2, Duration::from_secs(1));
@@ -774,13 +991,83 @@ mod tests {
             state: "drained".into(),
             reason: "maint".into(),
         };
-        let f = unreachable_finding("x", &drained.describe(), Some(&drained));
+        let f = unreachable_finding("x", &drained.describe(), Some(&drained), None);
         assert_eq!(f.severity, Severity::Warning);
-        let f = unreachable_finding("y", "Zero Bytes were transmitted or received", None);
+        assert_eq!(f.id, "cluster.node_unreachable");
+        let f = unreachable_finding("y", "Zero Bytes were transmitted or received", None, None);
         assert_eq!(f.severity, Severity::Critical);
-        assert!(f.line.contains("munge.key"), "{}", f.line);
-        let f = unreachable_finding("z", "Communication connection failure", None);
-        assert!(f.line.contains("check slurmd on z"), "{}", f.line);
+        assert_eq!(f.id, "cluster.munge_auth");
+        assert!(f.line.contains("munge key differs"), "{}", f.line);
+        assert!(f.line.contains("restart munged"), "{}", f.line);
+        let f = unreachable_finding("z", "Communication connection failure", None, None);
+        assert_eq!(f.id, "cluster.node_unreachable");
+        assert!(f.line.contains("start slurmd on z"), "{}", f.line);
+    }
+
+    /// Issue 29's sweep: lgn16's key differs and slurmctld already marks it `down*`/`Not
+    /// responding`; lgn10 was still completing the sweep's own aborted step when retried. Only
+    /// lgn16 is named, with the cause from slurmctld's log; lgn10 is unjudged, not unreachable.
+    #[test]
+    fn the_node_completing_our_own_step_is_unjudged_and_only_the_munge_node_is_named() {
+        let scope: Vec<String> = ["lgn1", "lgn10", "lgn16"].map(String::from).to_vec();
+        let mut res = results(&[("lgn1", canned("lgn1", "sha256:k1", ""))]);
+        res.insert(
+            "lgn10".into(),
+            NodeResult::Unjudged {
+                reason: "its retry step was refused: Unable to allocate resources: Requested nodes are busy".into(),
+            },
+        );
+        let log = "[2026-12-01T15:48:20.605] error: slurm_receive_msgs: [[10.78.0.26]:6918] failed: Zero Bytes were transmitted or received\n";
+        let lines = diagnose::log_lines_about(log, "lgn16", Some("10.78.0.26"), 5);
+        let d = diagnose::judge(&diagnose::Evidence {
+            launch_error: None,
+            reason: "Not responding",
+            ctld_lines: &lines,
+        });
+        res.insert(
+            "lgn16".into(),
+            NodeResult::Unreachable {
+                reason: "Slurm state down*, reason 'Not responding'".into(),
+                diagnosis: Some(d),
+            },
+        );
+        let r = assemble(&scope, res, |_| None, 6, Duration::from_secs(2));
+        let named: Vec<(&str, &str, Severity)> = r
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                n.findings
+                    .iter()
+                    .map(move |f| (n.node.as_str(), f.id.as_str(), f.severity))
+            })
+            .collect();
+        assert_eq!(
+            named,
+            vec![
+                ("lgn10", "cluster.node_unjudged", Severity::Unknown),
+                ("lgn16", "cluster.munge_auth", Severity::Critical),
+            ]
+        );
+        assert_eq!(r.exit_code, 2);
+        let t = render(&r);
+        assert!(t.contains("lgn10  unjudged     launchguard: cluster.node_unjudged: node 'lgn10' was not judged: its retry step was refused"), "{t}");
+        assert!(
+            t.contains("munge key differs: lgn16's slurmd rejects credentials"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "(slurmctld's log: [2026-12-01T15:48:20.605] error: slurm_receive_msgs: [[10.78.0.26]:6918] failed: Zero Bytes"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("copy the cluster's /etc/munge/munge.key to lgn16"),
+            "{t}"
+        );
+        assert!(refused_busy(
+            "Unable to allocate resources: Requested nodes are busy"
+        ));
     }
 
     /// The login-node side at 10,000 nodes: labelled output cut in srun's 1024-byte chunks, parsed,

@@ -15,7 +15,7 @@ const EXIT_CODES: &str = "Exit codes (by the worst finding):\n  \
 0  every node answered, nothing differs\n  \
 1  warnings (a drained node, a differing launchguard/enroot/NCCL-env value, a suspect node)\n  \
 2  critical (an unreachable node, a differing munge key/slurm.conf/plugstack/Slurm version, a failing node check, a bad node)\n  \
-3  unknown (a node ran the step but gave no check report)";
+3  unknown (a node ran the step but gave no check report, or was still completing a job and not judged)";
 
 /// `launchguard sweep`: node checks on every node through Slurm, compared across nodes.
 #[derive(Debug, clap::Args)]

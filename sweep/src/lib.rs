@@ -13,6 +13,7 @@
 //! - [`slurm`]: running Slurm commands with deadlines, `sinfo` node states, node lists;
 //! - [`cleanup`]: the jobs a sweep owns (by ID) and cancelling them on every exit, signals included;
 //! - [`check_sweep`]: `launchguard sweep` itself and its table;
+//! - [`diagnose`]: the likeliest cause of an unreachable node, from what Slurm already knows;
 //! - [`pairs`]: pairwise planning (disjoint pairs, suspects re-paired with known-good nodes);
 //! - [`nccl_sweep`]: `launchguard sweep nccl`: submission, waiting, collection, analysis
 //!   (the analysis is `launchguard_nccl::outliers`);
@@ -24,6 +25,7 @@ pub mod children;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
+pub mod diagnose;
 pub mod finding;
 pub mod nccl_sweep;
 pub mod pairs;

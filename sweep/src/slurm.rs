@@ -21,13 +21,16 @@ pub struct Output {
     pub stderr: String,
     /// Whether the deadline passed and the command was killed.
     pub timed_out: bool,
+    /// Whether a stderr line met the caller's stop rule ([`run_streaming_until`]) and the command
+    /// was ended for it.
+    pub stopped: bool,
     /// Wall time.
     pub elapsed: Duration,
 }
 
 /// Runs `cmd` until `deadline`. Spawn failures come back as `Err` with the program named.
 pub fn run(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
-    run_inner(cmd, timeout, None)
+    run_inner(cmd, timeout, None, None)
 }
 
 /// Like [`run`], but hands each stdout line to `on_line` as it arrives (the returned `stdout` is
@@ -37,16 +40,38 @@ pub fn run_streaming(
     timeout: Duration,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Output, String> {
-    run_inner(cmd, timeout, Some(on_line))
+    run_inner(cmd, timeout, Some(on_line), None)
+}
+
+/// Like [`run_streaming`], and ends the command (SIGTERM, SIGKILL 2 s later; [`Output::stopped`])
+/// as soon as a stderr line meets `stop`, e.g. [`step_aborted`].
+pub fn run_streaming_until(
+    cmd: &mut Command,
+    timeout: Duration,
+    on_line: &mut dyn FnMut(&str),
+    stop: fn(&str) -> bool,
+) -> Result<Output, String> {
+    run_inner(cmd, timeout, Some(on_line), Some(stop))
+}
+
+/// srun gave up on its step (`srun: Job step aborted: Waiting up to 32 seconds for job step to
+/// finish.`): a node refused the launch and srun killed the step's tasks. srun then waits for every
+/// task to be reported ended, which for the refusing node happens only when slurmctld marks it
+/// down (up to KillWait + 2 s, slurm.conf(5)): nothing more comes from the step, so the sweep
+/// ends srun here rather than wait on slurmctld.
+pub fn step_aborted(line: &str) -> bool {
+    line.starts_with("srun: Job step aborted")
 }
 
 fn run_inner(
     cmd: &mut Command,
     timeout: Duration,
     on_line: Option<&mut dyn FnMut(&str)>,
+    stop: Option<fn(&str) -> bool>,
 ) -> Result<Output, String> {
     let limits = Limits {
         on_child: Some(crate::children::child),
+        stop_on_stderr: stop,
         ..Limits::slurm_client(timeout)
     };
     let f = process::run(cmd, None, &limits, on_line).map_err(|e| e.to_string())?;
@@ -55,6 +80,7 @@ fn run_inner(
         stdout: String::from_utf8_lossy(&f.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&f.stderr).into_owned(),
         timed_out: f.timed_out,
+        stopped: f.stopped,
         elapsed: f.elapsed,
     })
 }
@@ -99,6 +125,91 @@ impl NodeState {
             format!("Slurm state {}, reason '{}'", self.state, self.reason)
         }
     }
+}
+
+impl NodeState {
+    /// Still completing a job (`completing`, `idle+completing`, …): slurmd has not yet reported
+    /// the job's end, so a new step there is refused (`Requested nodes are busy`) until it does.
+    pub fn completing(&self) -> bool {
+        self.state.to_ascii_lowercase().contains("completing")
+    }
+}
+
+/// `field=value` of one `scontrol show node -o` line; `Reason=` runs to the end of the line (its
+/// value has spaces). `None` when absent, empty or `(null)`.
+pub fn node_field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let v = if key == "Reason" {
+        line.split_once(" Reason=")
+            .map(|(_, r)| r.trim())
+            .or_else(|| line.strip_prefix("Reason=").map(str::trim))
+    } else {
+        let k = format!("{key}=");
+        line.split_whitespace()
+            .find_map(|t| t.strip_prefix(k.as_str()))
+    };
+    v.filter(|v| !v.is_empty() && *v != "(null)")
+}
+
+/// NodeName -> NodeAddr from `scontrol show node -o` (slurm.conf(5): how slurmctld reaches the node).
+pub fn parse_node_addrs(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| Some((node_field(l, "NodeName")?, node_field(l, "NodeAddr")?)))
+        .map(|(n, a)| (n.to_string(), a.to_string()))
+        .collect()
+}
+
+/// [`parse_node_addrs`] for `nodes`, asked of slurmctld within `timeout` (empty on any failure).
+pub fn node_addrs(nodes: &[String], timeout: Duration) -> BTreeMap<String, String> {
+    match run(
+        Command::new("scontrol").args(["show", "node", "-o", &nodes.join(",")]),
+        timeout,
+    ) {
+        Ok(o) if !o.timed_out => parse_node_addrs(&o.stdout),
+        _ => BTreeMap::new(),
+    }
+}
+
+/// `Key = value` from `scontrol show config` (`SlurmctldLogFile`, `SlurmctldHost[0]`).
+pub fn config_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == key)
+            .then(|| v.trim())
+            .filter(|v| !v.is_empty() && *v != "(null)")
+    })
+}
+
+/// Most bytes read from the end of slurmctld's log.
+pub const CTLD_LOG_TAIL: u64 = 4 << 20;
+
+/// The last [`CTLD_LOG_TAIL`] bytes of slurmctld's log, when slurmctld runs on this host
+/// (`SlurmctldHost` names it, slurm.conf(5)) and its `SlurmctldLogFile` is readable here; `None`
+/// otherwise (slurmctld elsewhere, logging to syslog, no permission). Returns (path, text).
+pub fn ctld_log_tail(timeout: Duration) -> Option<(String, String)> {
+    let o = run(Command::new("scontrol").args(["show", "config"]), timeout).ok()?;
+    if o.timed_out || o.code != Some(0) {
+        return None;
+    }
+    let path = config_value(&o.stdout, "SlurmctldLogFile")?.to_string();
+    let me = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let me = me.trim();
+    let local = (0..8)
+        .filter_map(|i| config_value(&o.stdout, &format!("SlurmctldHost[{i}]")))
+        .any(|h| {
+            let h = h.split('(').next().unwrap_or(h).trim();
+            h == me || me.split('.').next() == Some(h)
+        });
+    if !local {
+        return None;
+    }
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(&path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(CTLD_LOG_TAIL)))
+        .ok()?;
+    let mut buf = Vec::new();
+    f.take(CTLD_LOG_TAIL).read_to_end(&mut buf).ok()?;
+    Some((path, String::from_utf8_lossy(&buf).into_owned()))
 }
 
 /// Parses `sinfo -N -h -o '%N|%T|%E'` (one line per node and partition: duplicates collapsed).
@@ -362,6 +473,39 @@ NodeName=swap-a NodeHostName=swap-b\nNodeName=swap-b NodeHostName=swap-a\n";
         assert_eq!(get("swap-a"), Some("swap-b"));
         assert_eq!(get("swap-b"), Some("swap-a"));
         assert!(parse_node_names("garbage\n").is_empty());
+    }
+
+    #[test]
+    fn node_fields_addresses_and_config_values_are_read() {
+        let line = "NodeName=lgn16 Arch=x86_64 CoresPerSocket=2 NodeAddr=10.78.0.26 NodeHostName=lgn16 State=DOWN*+COMPLETING ThreadsPerCore=1 CurrentWatts=0 AveWatts=0 Reason=Not responding [slurm@2026-12-01T15:20:12]";
+        assert_eq!(node_field(line, "State"), Some("DOWN*+COMPLETING"));
+        assert_eq!(
+            node_field(line, "Reason"),
+            Some("Not responding [slurm@2026-12-01T15:20:12]")
+        );
+        assert_eq!(node_field("NodeName=x Reason=(null)", "Reason"), None);
+        let m = parse_node_addrs(&format!("{line}\nNodeName=lgn1 NodeAddr=10.78.0.11\n"));
+        assert_eq!(m.get("lgn16").map(String::as_str), Some("10.78.0.26"));
+        assert_eq!(m.len(), 2);
+        let cfg = "SlurmctldHost[0]        = vm1(10.78.0.1)\nSlurmctldLogFile        = /run/lg-mn/slurmctld.log\nSlurmdLogFile           = (null)\n";
+        assert_eq!(
+            config_value(cfg, "SlurmctldLogFile"),
+            Some("/run/lg-mn/slurmctld.log")
+        );
+        assert_eq!(
+            config_value(cfg, "SlurmctldHost[0]"),
+            Some("vm1(10.78.0.1)")
+        );
+        assert_eq!(config_value(cfg, "SlurmdLogFile"), None);
+        let c = parse_sinfo("a|completing|none\nb|idle+completing|none\nc|idle|none\n");
+        assert_eq!(
+            c.iter().map(NodeState::completing).collect::<Vec<_>>(),
+            vec![true, true, false]
+        );
+        assert!(step_aborted(
+            "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."
+        ));
+        assert!(!step_aborted("0: srun: Job step aborted"));
     }
 
     #[test]

@@ -27,6 +27,11 @@ pub struct Limits {
     /// (on every path): until then the pid names this child (an unreaped child's pid cannot be
     /// reused), so another thread of the caller may signal it while announced. `None`: nobody is told.
     pub on_child: Option<fn(u32, bool)>,
+    /// Judges each complete line of stderr as it arrives: `true` ends the child early, as at the
+    /// deadline (`SIGTERM`, then `SIGKILL` after [`Limits::term_grace`]) with [`Finished::stopped`]
+    /// set; for `srun`, whose `Job step aborted: Waiting up to N seconds` would otherwise hold the
+    /// caller until slurmctld notices the node that refused the launch. `None`: never.
+    pub stop_on_stderr: Option<fn(&str) -> bool>,
 }
 
 impl Limits {
@@ -39,6 +44,7 @@ impl Limits {
             max_output: 64 << 10,
             linger: Duration::from_millis(200),
             on_child: None,
+            stop_on_stderr: None,
         }
     }
 
@@ -52,6 +58,7 @@ impl Limits {
             max_output: usize::MAX,
             linger: Duration::from_secs(2),
             on_child: None,
+            stop_on_stderr: None,
         }
     }
 }
@@ -67,6 +74,8 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     /// Whether the deadline passed and the child was signalled.
     pub timed_out: bool,
+    /// Whether a stderr line met [`Limits::stop_on_stderr`] and the child was signalled for it.
+    pub stopped: bool,
     /// Wall time from the spawn to the end of reading.
     pub elapsed: Duration,
 }
@@ -268,6 +277,9 @@ pub fn run(
         nonblocking(p);
     }
     let mut timed_out = false;
+    let mut stopped = false;
+    // Bytes of stderr already judged by `stop_on_stderr` (only complete lines are).
+    let mut judged = 0usize;
     let mut termed_at: Option<Instant> = None;
     let mut sleep = Duration::from_micros(50);
     let status = loop {
@@ -304,9 +316,16 @@ pub fn run(
                 return Err(RunError::Wait { program, source });
             }
         }
+        if let Some(stop) = limits.stop_on_stderr.filter(|_| !stopped) {
+            if let Some(end) = err.kept[judged..].iter().rposition(|b| *b == b'\n') {
+                let lines = String::from_utf8_lossy(&err.kept[judged..judged + end]).into_owned();
+                judged += end + 1;
+                stopped = lines.lines().any(stop);
+            }
+        }
         let now = Instant::now();
-        if now.duration_since(start) >= limits.deadline {
-            timed_out = true;
+        if stopped || now.duration_since(start) >= limits.deadline {
+            timed_out |= !stopped;
             match (limits.term_grace, termed_at) {
                 (Some(_), None) => {
                     termed_at = Some(now);
@@ -349,6 +368,7 @@ pub fn run(
         stdout: out.kept,
         stderr: err.kept,
         timed_out,
+        stopped,
         elapsed: start.elapsed(),
     })
 }
@@ -386,6 +406,7 @@ mod tests {
             max_output: 1 << 20,
             linger: Duration::from_millis(100),
             on_child: None,
+            stop_on_stderr: None,
         };
         let t = Instant::now();
         let f = run(&mut sh("trap '' TERM; sleep 5"), None, &limits, None).unwrap();
@@ -405,6 +426,33 @@ mod tests {
         assert!(f.timed_out);
         assert_eq!(f.code(), Some(7));
         assert_eq!(f.stdout, b"term\n");
+    }
+
+    #[test]
+    fn a_stderr_line_can_end_the_child_early_and_is_kept() {
+        fn aborted(l: &str) -> bool {
+            l.contains("step aborted")
+        }
+        let limits = Limits {
+            stop_on_stderr: Some(aborted),
+            term_grace: Some(Duration::from_millis(300)),
+            ..Limits::slurm_client(Duration::from_secs(20))
+        };
+        let t = Instant::now();
+        let f = run(
+            &mut sh("echo out; echo 'half a line' >&2; sleep 0.2; echo 'srun: Job step aborted: Waiting up to 32 seconds' >&2; exec sleep 20"),
+            None,
+            &limits,
+            None,
+        )
+        .unwrap();
+        assert!(f.stopped && !f.timed_out, "{f:?}");
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(f.stdout, b"out\n");
+        assert!(String::from_utf8_lossy(&f.stderr).ends_with("Waiting up to 32 seconds\n"));
+        // No matching line: runs to its end.
+        let f = run(&mut sh("echo fine >&2"), None, &limits, None).unwrap();
+        assert!(f.ok() && !f.stopped && !f.timed_out);
     }
 
     #[test]
