@@ -128,6 +128,10 @@ gzip -9n <CHANGELOG.md >"$STAGE/deb/changelog.gz"
 # aarch64-linux-gnu) and RHEL's lib64/slurm/ (both architectures).
 sed "s|/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so|/usr/lib/$MULTIARCH/slurm-wlm/spank_launchguard.so|" \
   packaging/zz-launchguard.conf > "$STAGE/deb/zz-launchguard.conf"
+# The old name (50-launchguard.conf, for links made before the rename) as a file of its own: cargo-deb
+# keeps one asset per source when a variant merges assets by source (the arm64 and 23.11/24.11
+# variants), so the two names must not share one staged file.
+cp "$STAGE/deb/zz-launchguard.conf" "$STAGE/deb/50-launchguard.conf"
 sed 's|/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so|/usr/lib64/slurm/spank_launchguard.so|' \
   packaging/zz-launchguard.conf > "$STAGE/rpm/zz-launchguard.conf"
 grep -q '^required /usr/lib64/slurm/spank_launchguard.so' "$STAGE/rpm/zz-launchguard.conf" ||
