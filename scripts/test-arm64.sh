@@ -30,7 +30,7 @@ say "built $(du -h "$DEB" | cut -f1) $DEB and $(du -h "$RPM" | cut -f1) $RPM"
 dpkg-deb -f "$DEB" Architecture | grep -qx arm64
 dpkg-deb -c "$DEB" | grep -q "\./usr/lib/aarch64-linux-gnu/slurm-wlm/spank_launchguard.so"
 # Both names of the plugstack snippet (the old one for links made before the rename).
-dpkg-deb -c "$DEB" | grep -q "\./usr/share/launchguard/plugstack.conf.d/50-launchguard.conf"
+dpkg-deb -c "$DEB" | grep "\./usr/share/launchguard/plugstack.conf.d/50-launchguard.conf" >/dev/null  # not -q: dpkg-deb must read to the end (pipefail)
 dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./usr/share/launchguard/plugstack.conf.d/zz-launchguard.conf |
   grep -qx "required $SO mode=warn"
 cp "$DEB" "$R/tmp/launchguard_arm64.deb"
