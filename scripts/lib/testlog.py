@@ -23,7 +23,9 @@ ALLOWED_SKIPS = {
     "real Pyxis:": "real Pyxis is not installed here (scripts/pyxis.sh build/install/image, then LG_PYXIS=1)",
 }
 
-RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+# libtest's line, and the same line without `ignored` that the script stages print
+# (`test result: ok. 66 passed; 0 failed; (scripts/test-package.sh)`).
+RESULT = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed;(?: (\d+) ignored)?")
 FAILED = re.compile(r"^test (\S+) \.\.\. FAILED$")
 IGNORED = re.compile(r"^test (\S+) \.\.\. ignored(?:, (.*))?$")
 HINT = re.compile(r"error: test failed, to rerun pass `([^`]*)`")
@@ -38,7 +40,7 @@ def parse(text):
         if m:
             r["passed"] += int(m.group(1))
             r["failed"] += int(m.group(2))
-            r["skipped"] += int(m.group(3))
+            r["skipped"] += int(m.group(3) or 0)
             continue
         m = FAILED.match(line)
         if m and m.group(1) not in r["failed_tests"]:
@@ -69,7 +71,13 @@ def render(r, stage=None, rerun_env="", rerun=None):
     bad_skips = [(n, why) for n, why in r["ignored"] if not allowed(why)]
     counts = f"tests: {r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped"
     if ok_skips:
-        counts += "; accepted skips: " + ", ".join(f"{n} ({why})" for n, why in ok_skips)
+        # One entry per test and reason, with how many runs skipped it (one per cluster).
+        seen = {}
+        for n, why in ok_skips:
+            seen[(n, why)] = seen.get((n, why), 0) + 1
+        counts += "; accepted skips: " + ", ".join(
+            f"{n} ({why})" + (f" x{k}" if k > 1 else "") for (n, why), k in seen.items()
+        )
     lines.append(counts)
     # A skip without its `test … ignored` line (a libtest that does not print it) counts as not allowed.
     unexplained = r["skipped"] - len(ok_skips) - len(bad_skips)
@@ -148,6 +156,10 @@ def self_test():
     assert lines[0] == "tests: 0 passed, 0 failed, 0 skipped", lines
     assert lines[2] == "test: rerun the stage: cargo clippy --release --workspace --all-targets -- -D warnings", lines
     assert status == 1
+    # The script stages' own result lines count too (test-package.sh, test-node.sh).
+    r = parse("test result: ok. 66 passed; 0 failed; (scripts/test-package.sh)\n"
+              "test result: FAILED. 34 passed; 1 failed; (scripts/test-node.sh, 80 s)\n")
+    assert (r["passed"], r["failed"], r["skipped"]) == (100, 1, 0), r
     print("testlog.py self-test: ok")
 
 
