@@ -69,16 +69,19 @@ def render(r, stage=None, rerun_env="", rerun=None):
     lines = []
     ok_skips = [(n, allowed(why)) for n, why in r["ignored"] if allowed(why)]
     bad_skips = [(n, why) for n, why in r["ignored"] if not allowed(why)]
-    counts = f"tests: {r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped"
+    # The counts alone on their line: the plain closing line CI reads (`tests: N passed, N failed,
+    # N skipped`); what was skipped and why goes on the next line.
+    lines.append(f"tests: {r['passed']} passed, {r['failed']} failed, {r['skipped']} skipped")
+    counts = ""
     if ok_skips:
         # One entry per test and reason, with how many runs skipped it (one per cluster).
         seen = {}
         for n, why in ok_skips:
             seen[(n, why)] = seen.get((n, why), 0) + 1
-        counts += "; accepted skips: " + ", ".join(
+        counts = "test: accepted skips: " + ", ".join(
             f"{n} ({why})" + (f" x{k}" if k > 1 else "") for (n, why), k in seen.items()
         )
-    lines.append(counts)
+        lines.append(counts)
     # A skip without its `test … ignored` line (a libtest that does not print it) counts as not allowed.
     unexplained = r["skipped"] - len(ok_skips) - len(bad_skips)
     if bad_skips or unexplained > 0:
@@ -148,8 +151,9 @@ def self_test():
     lines, status = render(r)
     assert status == 0, lines
     assert lines == [
-        "tests: 6 passed, 0 failed, 1 skipped; accepted skips: real_pyxis_in_both_orders "
-        "(real Pyxis is not installed here (scripts/pyxis.sh build/install/image, then LG_PYXIS=1))"
+        "tests: 6 passed, 0 failed, 1 skipped",
+        "test: accepted skips: real_pyxis_in_both_orders "
+        "(real Pyxis is not installed here (scripts/pyxis.sh build/install/image, then LG_PYXIS=1))",
     ], lines
     # A stage that failed outside cargo test: its own command.
     lines, status = render(parse(""), stage="cargo clippy -D warnings", rerun="cargo clippy --release --workspace --all-targets -- -D warnings")
