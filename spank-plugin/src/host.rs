@@ -151,16 +151,7 @@ pub fn gather(roots: &Roots, policy: &Policy, label: &str, step_has_gpus: bool) 
         (None, vec![])
     };
     let imex_enabled = imex_major.is_some()
-        && ["multi-user.target.wants", "default.target.wants"]
-            .iter()
-            .any(|w| {
-                roots
-                    .etc
-                    .join("systemd/system")
-                    .join(w)
-                    .join("nvidia-imex.service")
-                    .exists()
-            });
+        && launchguard_core::host::systemd_unit_enabled(roots, "nvidia-imex.service");
     HostFacts {
         imex_major,
         imex_channels,

@@ -83,9 +83,39 @@ pub fn short_hostname(roots: &Roots) -> String {
         .unwrap_or_default()
 }
 
+/// Whether the systemd `unit` is enabled by the administrator: a link in one of the usual targets'
+/// `.wants/` directories under `<etc>/systemd/system` (systemctl(1), "enable"). One `stat` per target,
+/// no D-Bus, so the plugin may ask it too.
+pub fn systemd_unit_enabled(roots: &Roots, unit: &str) -> bool {
+    [
+        "multi-user.target.wants",
+        "default.target.wants",
+        "graphical.target.wants",
+    ]
+    .iter()
+    .any(|w| roots.etc.join("systemd/system").join(w).join(unit).exists())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_enabled_unit_is_a_link_in_a_targets_wants() {
+        let base = std::env::temp_dir().join(format!("lg-unit-enabled-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let roots = Roots::under(&base);
+        assert!(!systemd_unit_enabled(&roots, "nvidia-imex.service"));
+        let wants = base.join("etc/systemd/system/multi-user.target.wants");
+        std::fs::create_dir_all(&wants).unwrap();
+        std::fs::write(wants.join("nvidia-imex.service"), "").unwrap();
+        assert!(systemd_unit_enabled(&roots, "nvidia-imex.service"));
+        assert!(!systemd_unit_enabled(
+            &roots,
+            "nvidia-fabricmanager.service"
+        ));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn system_paths_map_into_a_fixture_tree() {

@@ -66,19 +66,7 @@ pub fn gather_at(roots: &Roots, mnnvl: Mnnvl) -> ImexFacts {
         channels,
         daemons: daemons(&roots.proc),
         config_present: config_text.is_some() || config.exists(),
-        service_enabled: [
-            "multi-user.target.wants",
-            "default.target.wants",
-            "graphical.target.wants",
-        ]
-        .iter()
-        .any(|w| {
-            roots
-                .map("/etc/systemd/system")
-                .join(w)
-                .join("nvidia-imex.service")
-                .exists()
-        }),
+        service_enabled: launchguard_core::host::systemd_unit_enabled(roots, "nvidia-imex.service"),
         nodes,
         mnnvl,
     }
