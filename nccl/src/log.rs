@@ -376,13 +376,10 @@ impl LogFacts {
     fn warn(&mut self, msg: &str) {
         self.warn_count += 1;
         push_distinct(&mut self.warns, msg);
-        if msg.contains("no socket interface found")
-            || msg.contains("NET/Socket : no interface found")
-        {
+        if is_no_socket_interface_warn(msg) {
             self.no_socket_interface = true;
         }
-        // aws-ofi-nccl only warns about its own failures (init, provider, endpoint, domain).
-        if msg.starts_with("NET/OFI ") || msg.starts_with("NET/Plugin") {
+        if is_net_plugin_warn(msg) {
             push_distinct(&mut self.net_plugin_errors, msg);
         }
     }
@@ -783,7 +780,24 @@ fn parse_instance_line(line: &str) -> Option<(&str, &str)> {
     Some((host, id))
 }
 
-/// The application's line saying an NCCL call failed, trimmed of a `[rankN]: ` prefix, or `None`.
+/// The WARN NCCL prints when no network plugin (not even its own IB or Socket) initialised.
+pub const NET_INIT_FAILED_WARN: &str = "Failed to initialize any NET plugin";
+
+/// Whether a WARN message says NCCL found no interface for its sockets (bootstrap.cc's
+/// `Bootstrap : no socket interface found`, the Socket transport's `NET/Socket : no interface found`).
+pub fn is_no_socket_interface_warn(msg: &str) -> bool {
+    msg.contains("no socket interface found") || msg.contains("NET/Socket : no interface found")
+}
+
+/// Whether a WARN message is a network plugin's own (aws-ofi-nccl only warns about its own failures:
+/// init, provider, endpoint, domain; NCCL's plugin loader says `NET/Plugin`).
+pub fn is_net_plugin_warn(msg: &str) -> bool {
+    msg.starts_with("NET/OFI ") || msg.starts_with("NET/Plugin")
+}
+
+/// The application's line saying an NCCL call failed, trimmed, or `None`. `line` is as the scanner
+/// hands it, launcher prefixes such as PyTorch's `[rankN]: ` already stripped
+/// ([`crate::parse::strip_launcher_prefix`]).
 /// Matched: PyTorch's `DistBackendError` / `NCCL error in:` lines and the NCCL result names
 /// (`ncclSystemError`, `ncclInvalidUsage`, `ncclInternalError`, `ncclRemoteError`,
 /// `ncclUnhandledCudaError`, `ncclInvalidArgument`).
@@ -805,12 +819,7 @@ pub fn job_error(line: &str) -> Option<&str> {
     if !hit || line.contains(" NCCL INFO ") || line.contains(" NCCL WARN ") {
         return None;
     }
-    let t = line.trim();
-    let t = match t.strip_prefix('[') {
-        Some(r) if r.starts_with("rank") => r.split_once("]:").map_or(t, |(_, x)| x.trim_start()),
-        _ => t,
-    };
-    Some(t)
+    Some(line.trim())
 }
 
 #[cfg(test)]

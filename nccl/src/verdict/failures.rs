@@ -9,7 +9,7 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
     let net_init_failed = facts
         .warns
         .iter()
-        .any(|w| w.contains("Failed to initialize any NET plugin"));
+        .any(|w| w.contains(crate::log::NET_INIT_FAILED_WARN));
     if net_init_failed {
         let tried = if facts.net_plugin_failures.is_empty() {
             String::new()
@@ -62,12 +62,11 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
                 None => unexplained.push(w.as_str()),
             }
         }
+        // WARNs the findings above already explain.
         let known = |w: &str| {
-            w.contains("Failed to initialize any NET plugin")
-                || (facts.no_socket_interface
-                    && (w.contains("no socket interface found")
-                        || w.contains("no interface found")))
-                || (plugin_reported && (w.starts_with("NET/OFI ") || w.starts_with("NET/Plugin")))
+            w.contains(crate::log::NET_INIT_FAILED_WARN)
+                || crate::log::is_no_socket_interface_warn(w)
+                || (plugin_reported && crate::log::is_net_plugin_warn(w))
         };
         let rest: Vec<&str> = unexplained.into_iter().filter(|w| !known(w)).collect();
         let more_than_kept = facts.warn_count > facts.warns.len() as u64 && seen.is_empty();
