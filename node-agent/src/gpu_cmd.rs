@@ -49,9 +49,10 @@ pub fn run(a: &Args) -> ExitCode {
                 let fabric = match &g.fabric {
                     Err(e) => format!("fabric: unknown ({e})"),
                     Ok(i) => match i.state {
-                        FabricState::NotSupported => "fabric: not supported".to_string(),
-                        FabricState::NotStarted => "fabric: registration not started".into(),
-                        FabricState::InProgress => "fabric: registration in progress".into(),
+                        FabricState::NotSupported => format!("fabric: {}", i.state.name()),
+                        FabricState::NotStarted | FabricState::InProgress => {
+                            format!("fabric: registration {}", i.state.name())
+                        }
                         FabricState::Completed => format!(
                             "fabric: completed ({}), domain {}",
                             match &i.status {

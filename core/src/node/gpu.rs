@@ -70,6 +70,18 @@ pub enum FabricState {
     Completed,
 }
 
+impl FabricState {
+    /// `not supported`, `not started`, `in progress`, `completed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FabricState::NotSupported => "not supported",
+            FabricState::NotStarted => "not started",
+            FabricState::InProgress => "in progress",
+            FabricState::Completed => "completed",
+        }
+    }
+}
+
 /// `nvmlGpuFabricInfo_t` of one GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -332,7 +344,7 @@ pub fn mnnvl(f: &GpuFacts) -> Mnnvl {
         .iter()
         .find(|i| matches!(i.state, FabricState::NotStarted | FabricState::InProgress))
     {
-        return Mnnvl::Pending(state_name(i.state));
+        return Mnnvl::Pending(i.state.name());
     }
     if infos.is_empty() {
         let e = gpus
@@ -351,15 +363,6 @@ pub fn mnnvl(f: &GpuFacts) -> Mnnvl {
         ))
     } else {
         Mnnvl::No("NVLink fabric registered with a zero cluster UUID (single-node NVSwitch)".into())
-    }
-}
-
-fn state_name(s: FabricState) -> &'static str {
-    match s {
-        FabricState::NotSupported => "not supported",
-        FabricState::NotStarted => "not started",
-        FabricState::InProgress => "in progress",
-        FabricState::Completed => "completed",
     }
 }
 
