@@ -185,13 +185,20 @@ fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Shortens a user-supplied value for echoing it back in a message (at most `max` chars, `…` after)
-/// and escapes `;` as `\;`, so the value cannot break a finding's `what; why; fix` shape.
+/// and escapes `;` as `\;`, so the value cannot break a finding's `what; why; fix` shape. For a
+/// whole rendered line (whose `;`s are the shape itself) use [`shorten`].
 pub fn clip(s: &str, max: usize) -> String {
+    shorten(s, max).replace(';', "\\;")
+}
+
+/// At most `max` characters of `s`, `…` after a cut; nothing escaped (a finding's rendered line
+/// in a report: its values were escaped by [`clip`] once, when the line was made).
+pub fn shorten(s: &str, max: usize) -> String {
     let mut out: String = s.chars().take(max).collect();
-    if s.chars().count() > max {
+    if s.chars().nth(max).is_some() {
         out.push('…');
     }
-    out.replace(';', "\\;")
+    out
 }
 
 #[cfg(test)]
@@ -237,5 +244,7 @@ mod tests {
         assert_eq!(clip("abcdef", 3), "abc…");
         assert_eq!(clip("abc", 3), "abc");
         assert_eq!(clip("a;b", 9), "a\\;b");
+        assert_eq!(shorten("a;b", 9), "a;b");
+        assert_eq!(shorten("a;bc", 3), "a;b…");
     }
 }

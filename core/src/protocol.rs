@@ -36,6 +36,37 @@ pub struct ReportFinding {
     pub message: String,
 }
 
+/// Longest finding message a report carries, in characters (the agent clips again, shorter).
+pub const MAX_MESSAGE: usize = 1000;
+
+impl ReportFinding {
+    /// A launch finding as the plugin reports it: its ID, `error`/`warning`, and the line the user
+    /// saw ([`Finding`]'s `Display`), at most [`MAX_MESSAGE`] characters. The line is sent as it
+    /// is: the values echoed in it had their `;` escaped once when it was made
+    /// ([`crate::finding::clip`]), and escaping the rendered line again would turn every `;` of
+    /// its `what; why; fix` shape into `\;` in the agent's log and `status`.
+    pub fn from_finding(f: &crate::Finding) -> ReportFinding {
+        ReportFinding {
+            id: f.id().into(),
+            severity: match f.severity {
+                crate::finding::Severity::Error => "error".into(),
+                crate::finding::Severity::Warning => "warning".into(),
+            },
+            message: crate::finding::shorten(&f.to_string(), MAX_MESSAGE),
+        }
+    }
+
+    /// A warning the user was not shown (a notice about a step), its message as given, shortened
+    /// to [`MAX_MESSAGE`] characters.
+    pub fn notice(id: &str, message: &str) -> ReportFinding {
+        ReportFinding {
+            id: id.into(),
+            severity: "warning".into(),
+            message: crate::finding::shorten(message, MAX_MESSAGE),
+        }
+    }
+}
+
 /// One launch verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

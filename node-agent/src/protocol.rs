@@ -251,4 +251,42 @@ mod tests {
             m => panic!("{m:?}"),
         }
     }
+    /// A finding's line crosses plugin → socket → agent with its `;`s as the user saw them: the
+    /// plugin once escaped the rendered line again, so every `;` read `\;` in the agent's log and
+    /// `status --json`. A `;` inside an echoed value stays escaped once (`A\;B`).
+    #[test]
+    fn a_reported_finding_line_is_escaped_once() {
+        use launchguard_core::finding::{clip, CheckKind, Finding, Severity};
+        let f = Finding {
+            check: CheckKind::ExportAll,
+            severity: Severity::Error,
+            what: format!("--export={} drops PATH", clip("A;B", 40)),
+            why: "the task cannot find its programs".into(),
+            fix: "use --export=ALL,A".into(),
+        };
+        let seen = f.to_string();
+        assert_eq!(
+            seen,
+            "launchguard: launch.export_all: --export=A\\;B drops PATH; the task cannot find its programs; use --export=ALL,A"
+        );
+        let r = Report {
+            v: 1,
+            phase: "step".into(),
+            job: Some(1),
+            step: Some(0),
+            uid: 1000,
+            node: "n".into(),
+            mode: "warn".into(),
+            action: "warned".into(),
+            findings: vec![launchguard_core::protocol::ReportFinding::from_finding(&f)],
+        };
+        let Message::Launch(back) = decode_str(&r.to_json_line()).unwrap() else {
+            panic!("not a launch report");
+        };
+        let kept = sanitize(back, 0);
+        assert_eq!(kept.findings[0].message, seen);
+        assert_eq!(kept.findings[0].severity, "error");
+        let stored = serde_json::to_string(&kept).unwrap();
+        assert!(stored.contains("drops PATH; the task"), "{stored}");
+    }
 }

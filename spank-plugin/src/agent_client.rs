@@ -88,14 +88,7 @@ pub fn report_line(policy: &Policy, v: &Verdict) -> String {
             .shown
             .iter()
             .take(16)
-            .map(|f| ReportFinding {
-                id: f.id().into(),
-                severity: match f.severity {
-                    launchguard_core::finding::Severity::Error => "error".into(),
-                    launchguard_core::finding::Severity::Warning => "warning".into(),
-                },
-                message: launchguard_core::finding::clip(&f.to_string(), 1000),
-            })
+            .map(ReportFinding::from_finding)
             .collect(),
     };
     r.to_json_line()
@@ -120,11 +113,7 @@ pub fn notice_line(
         node: node_name(),
         mode: policy.mode.as_str().into(),
         action: "allowed".into(),
-        findings: vec![ReportFinding {
-            id: id.into(),
-            severity: "warning".into(),
-            message: launchguard_core::finding::clip(message, 1000),
-        }],
+        findings: vec![ReportFinding::notice(id, message)],
     }
     .to_json_line()
 }
