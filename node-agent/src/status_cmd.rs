@@ -3,7 +3,7 @@
 
 use crate::check_cmd::{load_config, print_table};
 use crate::protocol::StatusReply;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,12 +29,44 @@ pub struct Args {
     pub config: Option<PathBuf>,
 }
 
-/// Sends one request line and reads one answer line (5 s deadline each way).
+/// Longest answer read from the agent's socket, in bytes (64 MiB: a status answer with
+/// `reports.history`'s largest 10,000 reports per ring, each clipped by the agent, is far shorter).
+pub const MAX_ANSWER: usize = 64 << 20;
+
+/// Time allowed for the whole exchange (connect, request, complete answer).
+pub const ANSWER_DEADLINE: Duration = Duration::from_secs(15);
+
+/// Sends one request line and reads one answer line, within [`ANSWER_DEADLINE`] for the whole
+/// exchange and at most [`MAX_ANSWER`] bytes (whatever listens at `socket` may not be the agent).
 pub fn ask(socket: &std::path::Path, request: &str) -> Result<String, String> {
+    ask_within(socket, request, ANSWER_DEADLINE, MAX_ANSWER)
+}
+
+/// [`ask`] with its limits given: `deadline` bounds the whole answer, not each read (a peer that
+/// drips a byte at a time cannot keep it waiting), and an answer longer than `max` bytes is refused
+/// once `max` bytes were read. Errors name the socket and the limit that was hit.
+pub fn ask_within(
+    socket: &std::path::Path,
+    request: &str,
+    deadline: Duration,
+    max: usize,
+) -> Result<String, String> {
+    let start = std::time::Instant::now();
+    let left = || {
+        deadline
+            .checked_sub(start.elapsed())
+            .filter(|d| !d.is_zero())
+    };
+    let shown = launchguard_core::text::printable(&socket.display().to_string(), 200);
+    let late = || {
+        format!(
+            "no complete answer from {shown} within {} s; is it the agent's socket (`launchguard agent`)?",
+            deadline.as_secs_f64()
+        )
+    };
     let mut s = UnixStream::connect(socket).map_err(|e| {
         format!(
-            "cannot reach the agent at {}: {e}; {}",
-            socket.display(),
+            "cannot reach the agent at {shown}: {e}; {}",
             unreachable_hint(
                 e.kind(),
                 crate::logging::systemd_booted(),
@@ -42,18 +74,70 @@ pub fn ask(socket: &std::path::Path, request: &str) -> Result<String, String> {
             )
         )
     })?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(15)));
-    let _ = s.set_write_timeout(Some(Duration::from_secs(5)));
+    let _ = s.set_write_timeout(Some(left().ok_or_else(late)?.min(Duration::from_secs(5))));
     s.write_all(format!("{request}\n").as_bytes())
-        .map_err(|e| e.to_string())?;
-    let mut line = String::new();
-    BufReader::new(s)
-        .read_line(&mut line)
-        .map_err(|e| format!("no answer from the agent: {e}"))?;
-    if line.is_empty() {
-        return Err("the agent closed the connection without answering".into());
+        .map_err(|e| format!("cannot send the request to {shown}: {e}"))?;
+    let mut answer: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let Some(t) = left() else {
+            return Err(late());
+        };
+        let _ = s.set_read_timeout(Some(t));
+        let n = match s.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(late())
+            }
+            Err(e) => return Err(format!("no answer from the agent at {shown}: {e}")),
+        };
+        if n == 0 {
+            if answer.is_empty() {
+                return Err("the agent closed the connection without answering".into());
+            }
+            break;
+        }
+        let got = &chunk[..n];
+        if let Some(i) = got.iter().position(|&b| b == b'\n') {
+            answer.extend_from_slice(&got[..=i]);
+            break;
+        }
+        answer.extend_from_slice(got);
+        if answer.len() > max {
+            return Err(format!(
+                "the answer from {shown} is longer than {} without a line end; is it the agent's socket (`launchguard agent`)?",
+                size_text(max)
+            ));
+        }
     }
-    Ok(line)
+    if answer.len() > max {
+        return Err(format!(
+            "the answer from {shown} is longer than {}; is it the agent's socket (`launchguard agent`)?",
+            size_text(max)
+        ));
+    }
+    String::from_utf8(answer).map_err(|_| {
+        format!(
+            "the answer from {shown} is not text; is it the agent's socket (`launchguard agent`)?"
+        )
+    })
+}
+
+/// `64 MiB`, `10 KiB`, `100 bytes`.
+fn size_text(n: usize) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 /// What to do when the agent's socket cannot be reached: the advice depends on whether systemd runs
@@ -103,7 +187,10 @@ pub fn run(a: &Args) -> ExitCode {
             if line.contains("for root") {
                 eprintln!("launchguard: status: the agent answers root only (reports name other users' jobs); run it as root, e.g. sudo launchguard status");
             } else {
-                eprintln!("launchguard: status: the agent answered: {}", line.trim());
+                eprintln!(
+                    "launchguard: status: the agent answered: {}",
+                    launchguard_core::text::printable(line.trim(), 200)
+                );
             }
             return ExitCode::from(3);
         }
@@ -310,6 +397,72 @@ mod tests {
     use super::*;
     use launchguard_core::protocol::{Report, ReportFinding};
     use std::io::ErrorKind;
+
+    /// A listener at a fresh socket path whose one connection is served by `serve` on a thread.
+    fn fake_agent(
+        name: &str,
+        serve: impl FnOnce(UnixStream) + Send + 'static,
+    ) -> (PathBuf, std::thread::JoinHandle<()>) {
+        let dir = std::env::temp_dir().join(format!("lg-status-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("s.sock");
+        let l = std::os::unix::net::UnixListener::bind(&p).unwrap();
+        let t = std::thread::spawn(move || {
+            let (c, _) = l.accept().unwrap();
+            serve(c);
+        });
+        (p, t)
+    }
+
+    #[test]
+    fn an_endless_answer_is_cut_at_the_cap() {
+        // Whatever listens at --socket sends bytes and never a line end: the answer is refused once
+        // MAX_ANSWER bytes were read, instead of growing until memory runs out.
+        let (p, t) = fake_agent("endless", |mut c| {
+            let block = vec![b'x'; 1 << 16];
+            while c.write_all(&block).is_ok() {}
+        });
+        let e = ask(&p, "{}").unwrap_err();
+        assert!(e.contains("longer than 64 MiB without a line end"), "{e}");
+        t.join().unwrap();
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+    }
+
+    #[test]
+    fn a_dripping_answer_ends_at_the_deadline() {
+        // One byte at a time, each well within a per-read timeout: the deadline is for the whole
+        // answer. The sleep paces the peer; the test waits on nothing but `ask`'s own deadline.
+        let (p, t) = fake_agent("drip", |mut c| {
+            while c.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let started = std::time::Instant::now();
+        let e = ask_within(&p, "{}", Duration::from_millis(300), MAX_ANSWER).unwrap_err();
+        assert!(e.starts_with("no complete answer from "), "{e}");
+        assert!(e.contains("within 0.3 s"), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        t.join().unwrap();
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+    }
+
+    #[test]
+    fn one_answer_line_is_read_whole() {
+        let (p, t) = fake_agent("line", |mut c| {
+            let mut req = [0u8; 3];
+            c.read_exact(&mut req).unwrap();
+            assert_eq!(&req, b"{}\n");
+            c.write_all(b"{\"a\":1}\nmore").unwrap();
+        });
+        assert_eq!(ask(&p, "{}").unwrap(), "{\"a\":1}\n");
+        t.join().unwrap();
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+    }
 
     #[test]
     fn times_read_as_dates_and_ages() {
