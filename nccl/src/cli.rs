@@ -343,12 +343,18 @@ pub fn write_generated(dir: &Path, plan: &PairwisePlan) -> std::io::Result<usize
     Ok(runs.len())
 }
 
-/// Writes to stdout; a closed pipe (`| head`) is not an error worth a panic.
+/// Writes to stdout. A closed pipe (`| head -c1`) ends the process quietly with 141 (128 + SIGPIPE,
+/// what a shell reports for a tool killed by SIGPIPE), like every other `launchguard` subcommand,
+/// rather than a panic or an exit status that hides the lost output.
 fn print_out(s: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(s.as_bytes());
-    let _ = out.flush();
+    if let Err(e) = out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("launchguard: nccl: cannot write the report to standard output: {e}");
+    }
 }
 
 /// `--fabric efa|ib`, with the help line of each value.
