@@ -7,6 +7,7 @@
 //! for those instance types), GB300 and H100 on InfiniBand (16 GiB). Reference values, not
 //! guarantees: record your own cluster's figures and pass them with `--baseline FILE`.
 
+use launchguard_core::text::printable;
 use serde::Serialize;
 
 /// The built-in reference figures, compiled in.
@@ -29,7 +30,10 @@ pub struct BaselineEntry {
     pub source: String,
 }
 
-/// Parses a baseline file; errors name the line.
+/// Largest baseline file read, in bytes (1 MiB: the built-in table is a few KiB).
+pub const MAX_FILE: u64 = 1 << 20;
+
+/// Parses a baseline file; errors name the line and quote at most 80 characters of it.
 pub fn parse(text: &str) -> Result<Vec<BaselineEntry>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -38,7 +42,9 @@ pub fn parse(text: &str) -> Result<Vec<BaselineEntry>, String> {
             continue;
         }
         let t: Vec<&str> = line.split_ascii_whitespace().collect();
-        let bad = |what: &str| format!("line {}: {what}: '{line}'", i + 1);
+        // The line is quoted as a short excerpt with its control characters made visible: the
+        // file may be anything (a 1 GB line, terminal escapes).
+        let bad = |what: &str| format!("line {}: {what}: '{}'", i + 1, printable(line, 80));
         if t.len() < 4 {
             return Err(bad(
                 "expected: sku collective size_bytes busbw [algbw] [source]",
@@ -71,10 +77,16 @@ pub fn for_sku(entries: &[BaselineEntry], sku: &str) -> Result<Vec<BaselineEntry
         .collect();
     if hits.is_empty() {
         let mut skus: Vec<&str> = entries.iter().map(|e| e.sku.as_str()).collect();
+        skus.sort_unstable();
         skus.dedup();
+        let mut known: Vec<String> = skus.iter().take(20).map(|s| printable(s, 40)).collect();
+        if skus.len() > 20 {
+            known.push(format!("and {} more", skus.len() - 20));
+        }
         return Err(format!(
-            "no baseline for '{sku}'; known: {}",
-            skus.join(", ")
+            "no baseline for '{}'; known: {}",
+            printable(sku, 40),
+            known.join(", ")
         ));
     }
     Ok(hits)

@@ -12,6 +12,7 @@ use crate::parse::{self, ParseError, Parsed};
 use crate::table::Placement;
 use crate::units::parse_size;
 use crate::verdict::{self, CheckOptions, Fabric};
+use launchguard_core::host::files;
 
 const EXIT_CODES: &str = "Exit codes (monitoring-plugin convention):\n  \
 0  go: every rule passed\n  \
@@ -59,7 +60,8 @@ pub enum NcclCommand {
         /// Minimum algbw at the target size, GB/s.
         #[arg(long, value_name = "GB/S")]
         min_algbw: Option<f64>,
-        /// Baseline file (`sku collective size_bytes busbw algbw|- source…`); needs --sku.
+        /// Baseline file (`sku collective size_bytes busbw algbw|- source…`, a regular file of at
+        /// most 1 MiB, or `-` for stdin); needs --sku.
         #[arg(long, value_name = "FILE", requires = "sku")]
         baseline: Option<PathBuf>,
         /// Instance type or SKU whose baseline applies (built-in reference table when no --baseline):
@@ -322,8 +324,13 @@ fn load_baseline(
         return Ok(Vec::new());
     };
     let text = match file {
-        Some(f) => std::fs::read_to_string(f)
-            .map_err(|e| format!("cannot read baseline '{}': {e}", f.display()))?,
+        Some(f) => {
+            let shown = files::shown_path(f);
+            let bytes = files::read_input(f, baseline::MAX_FILE)
+                .map_err(|e| format!("cannot read baseline '{shown}': {e}"))?;
+            String::from_utf8(bytes)
+                .map_err(|_| format!("cannot read baseline '{shown}': it is not UTF-8 text"))?
+        }
         None => baseline::SEEDS.to_string(),
     };
     let all = baseline::parse(&text)?;

@@ -216,12 +216,14 @@ pub enum ConfigError {
     Invalid(PathBuf, String),
 }
 
+use launchguard_core::host::files::shown_path;
+
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConfigError::Read(p, e) => write!(f, "cannot read {}: {e}", p.display()),
-            ConfigError::Parse(p, e) => write!(f, "{}: {}", p.display(), e.trim_end()),
-            ConfigError::Invalid(p, e) => write!(f, "{}: {e}", p.display()),
+            ConfigError::Read(p, e) => write!(f, "cannot read {}: {e}", shown_path(p)),
+            ConfigError::Parse(p, e) => write!(f, "{}: {}", shown_path(p), e.trim_end()),
+            ConfigError::Invalid(p, e) => write!(f, "{}: {e}", shown_path(p)),
         }
     }
 }
@@ -395,7 +397,7 @@ mod tests {
         let big = dir.join("big.toml");
         std::fs::write(&big, "#".repeat(MAX_CONFIG as usize + 1)).unwrap();
         let e = Config::load(Some(&big)).unwrap_err();
-        assert!(e.to_string().contains("larger than 1024 KiB"), "{e}");
+        assert!(e.to_string().contains("larger than the 1 MiB limit"), "{e}");
         // a 1 MB line with a TOML error: the message quotes at most 200 characters of it
         let long = dir.join("long.toml");
         std::fs::write(

@@ -112,14 +112,14 @@ pub fn ask_within(
         if answer.len() > max {
             return Err(format!(
                 "the answer from {shown} is longer than {} without a line end; is it the agent's socket (`launchguard agent`)?",
-                size_text(max)
+                launchguard_core::host::files::size_text(max as u64)
             ));
         }
     }
     if answer.len() > max {
         return Err(format!(
             "the answer from {shown} is longer than {}; is it the agent's socket (`launchguard agent`)?",
-            size_text(max)
+            launchguard_core::host::files::size_text(max as u64)
         ));
     }
     String::from_utf8(answer).map_err(|_| {
@@ -127,17 +127,6 @@ pub fn ask_within(
             "the answer from {shown} is not text; is it the agent's socket (`launchguard agent`)?"
         )
     })
-}
-
-/// `64 MiB`, `10 KiB`, `100 bytes`.
-fn size_text(n: usize) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
-        format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
-        format!("{} KiB", n >> 10)
-    } else {
-        format!("{n} bytes")
-    }
 }
 
 /// What to do when the agent's socket cannot be reached: the advice depends on whether systemd runs

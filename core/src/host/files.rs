@@ -7,8 +7,17 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 fn not_regular(m: &std::fs::Metadata) -> std::io::Error {
-    let what = if m.is_dir() {
+    let ft = m.file_type();
+    let what = if ft.is_dir() {
         "a directory, not a regular file"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe), not a regular file"
+    } else if ft.is_char_device() {
+        "a character device, not a regular file"
+    } else if ft.is_block_device() {
+        "a block device, not a regular file"
+    } else if ft.is_socket() {
+        "a socket, not a regular file"
     } else {
         "not a regular file"
     };
@@ -69,16 +78,68 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
 }
 
 /// Reads a whole regular file of at most `max` bytes (a config: a cut file would mean something
-/// else). Errors: as [`open_regular`], and `InvalidData` "larger than N KiB" for a larger file.
+/// else). Errors: as [`open_regular`], and `InvalidData` "larger than the N KiB limit" for a larger
+/// file (refused by its size before a byte is read when `fstat` shows it).
 pub fn read_whole(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let buf = read_open(open_regular(path, true)?, max + 1)?;
+    let f = open_regular(path, true)?;
+    if f.metadata()?.len() > max {
+        return Err(too_large(max));
+    }
+    let buf = read_open(f, max + 1)?;
     if buf.len() as u64 > max {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} KiB", max / 1024),
-        ));
+        return Err(too_large(max));
     }
     Ok(buf)
+}
+
+fn too_large(max: u64) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("larger than the {} limit", size_text(max)),
+    )
+}
+
+/// `64 MiB`, `16 KiB`, `100 bytes`: a limit as error messages give it.
+pub fn size_text(n: u64) -> String {
+    if n >= 1 << 20 && n.trailing_zeros() >= 20 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.trailing_zeros() >= 10 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// The one reader of the files a user names on the command line (logs, results, baselines,
+/// configs, `-J` JSON, `explain` input): `-` is standard input, anything else must be a regular
+/// file ([`open_regular`]: a FIFO, device, socket or directory is refused at once, without blocking).
+/// Callers that stream (line scanners) read it in chunks, so memory stays flat whatever its size;
+/// callers that need the whole file use [`read_input`].
+pub fn open_input(path: &Path) -> std::io::Result<Box<dyn std::io::Read>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdin().lock()));
+    }
+    Ok(Box::new(open_regular(path, true)?))
+}
+
+/// A whole input of at most `max` bytes, by [`open_input`] (`-` reads standard input up to the
+/// limit). Errors: [`open_regular`]'s, and `InvalidData` "larger than the N MiB limit" (a regular
+/// file by its size, before a byte is read; standard input once `max + 1` bytes arrived).
+pub fn read_input(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    if path.as_os_str() == "-" {
+        let buf = read_open(std::io::stdin().lock(), max + 1)?;
+        if buf.len() as u64 > max {
+            return Err(too_large(max));
+        }
+        return Ok(buf);
+    }
+    read_whole(path, max)
+}
+
+/// A path as error messages and reports show it: control and invisible characters made visible
+/// ([`crate::text::printable`]), at most 200 characters.
+pub fn shown_path(path: &Path) -> String {
+    crate::text::printable(&path.to_string_lossy(), 200)
 }
 
 /// A regular file's text (lossily decoded), at most `max` bytes of it; `None` when it is missing,
@@ -89,7 +150,7 @@ pub fn read_small(path: &Path, max: u64) -> Option<String> {
         .map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
-fn read_open(f: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
+fn read_open(f: impl Read, max: u64) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![];
     f.take(max).read_to_end(&mut buf)?;
     Ok(buf)
