@@ -5,6 +5,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use launchguard_core::text::{csv_text, printable, printable_lines};
+
 use crate::model::{Severity, Verdict};
 use crate::outliers::{self, OutlierReport};
 use crate::units::human_size;
@@ -29,12 +31,23 @@ fn bw(v: &Option<f64>) -> String {
     v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into())
 }
 
+/// Text that came from input (a file name, a host, a JSON string) as one printable piece: line
+/// breaks, terminal escapes and bidi overrides are shown, never obeyed ([`printable`]).
+fn shown(s: &str) -> String {
+    printable(s, 256)
+}
+
 /// The readable `check` report: per file a verdict line, the environment, a line per table, then
-/// one line per finding; a summary line last.
+/// one line per finding; a summary line last. Everything that came from input is shown printable
+/// ([`shown`] per field, [`printable_lines`] over the whole report).
 pub fn check_text(reports: &[FileReport]) -> String {
+    printable_lines(&check_text_raw(reports))
+}
+
+fn check_text_raw(reports: &[FileReport]) -> String {
     let mut o = String::new();
     for r in reports {
-        let _ = writeln!(o, "== '{}': {}", r.file, r.verdict.label());
+        let _ = writeln!(o, "== '{}': {}", shown(&r.file), r.verdict.label());
         if let Some(p) = &r.parsed {
             let f = &p.facts;
             let provider = f
@@ -73,7 +86,7 @@ pub fn check_text(reports: &[FileReport]) -> String {
                 if hosts.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", hosts.iter().take(8).cloned().collect::<Vec<_>>().join(", "))
+                    format!(" ({})", hosts.iter().take(8).map(|h| shown(h)).collect::<Vec<_>>().join(", "))
                 }
             );
         }
@@ -85,7 +98,7 @@ pub fn check_text(reports: &[FileReport]) -> String {
             let _ = writeln!(
                 o,
                 "   {}: {} rows, {} | at {} B: busbw {} GB/s out-of-place, {} GB/s in-place, algbw {} GB/s | #wrong {} | out of bounds {} | avg busbw {}{}",
-                t.collective.as_deref().unwrap_or("results"),
+                shown(t.collective.as_deref().unwrap_or("results")),
                 t.rows,
                 range,
                 opt(&t.target_size),
@@ -118,56 +131,83 @@ pub fn check_text(reports: &[FileReport]) -> String {
     o
 }
 
-/// Quotes a CSV field when it needs it (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// Writes CSV records (RFC 4180 quoting by the `csv` crate) into a string.
+struct Csv(csv::Writer<Vec<u8>>);
+
+impl Csv {
+    fn new(header: &[&str]) -> Csv {
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        let _ = w.write_record(header);
+        Csv(w)
+    }
+
+    fn row(&mut self, cells: &[String]) {
+        let _ = self.0.write_record(cells);
+    }
+
+    fn finish(self) -> String {
+        let bytes = self.0.into_inner().unwrap_or_default();
+        String::from_utf8(bytes).unwrap_or_default()
     }
 }
 
-/// `check --csv`: one row per size per table per file; bandwidths in GB/s, times in us.
+/// `check --csv`: one row per size per table per file; bandwidths in GB/s, times in us. Text cells
+/// are [`csv_text`] (printable, never read as a formula).
 pub fn check_csv(reports: &[FileReport]) -> String {
-    let mut o = String::from(
-        "file,table,collective,size_bytes,count,type,redop,root,oop_time_us,oop_algbw_gbps,oop_busbw_gbps,oop_wrong,ip_time_us,ip_algbw_gbps,ip_busbw_gbps,ip_wrong\n",
-    );
+    let mut o = Csv::new(&[
+        "file",
+        "table",
+        "collective",
+        "size_bytes",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "oop_time_us",
+        "oop_algbw_gbps",
+        "oop_busbw_gbps",
+        "oop_wrong",
+        "ip_time_us",
+        "ip_algbw_gbps",
+        "ip_busbw_gbps",
+        "ip_wrong",
+    ]);
     for r in reports {
         let Some(p) = &r.parsed else { continue };
         for (ti, t) in p.tables.iter().enumerate() {
             for row in &t.rows {
                 let half = |m: &Option<crate::table::Measurement>| match m {
-                    None => ",,,".to_string(),
-                    Some(m) => format!(
-                        "{},{},{},{}",
-                        m.time_us,
-                        m.algbw,
-                        m.busbw,
+                    None => vec![String::new(); 4],
+                    Some(m) => vec![
+                        m.time_us.to_string(),
+                        m.algbw.to_string(),
+                        m.busbw.to_string(),
                         match m.correctness {
                             crate::table::Correctness::Wrong(n) => n.to_string(),
                             crate::table::Correctness::MaxError(e) => format!("{e:e}"),
                             crate::table::Correctness::NotChecked => "N/A".into(),
-                        }
-                    ),
+                        },
+                    ],
                 };
-                let _ = writeln!(
-                    o,
-                    "{},{},{},{},{},{},{},{},{},{}",
-                    csv_field(&r.file),
-                    ti + 1,
-                    csv_field(t.collective.as_deref().unwrap_or("")),
-                    row.size,
-                    row.count,
-                    csv_field(&row.dtype),
-                    csv_field(row.redop.as_deref().unwrap_or("")),
+                let mut cells = vec![
+                    csv_text(&r.file),
+                    (ti + 1).to_string(),
+                    csv_text(t.collective.as_deref().unwrap_or("")),
+                    row.size.to_string(),
+                    row.count.to_string(),
+                    csv_text(&row.dtype),
+                    csv_text(row.redop.as_deref().unwrap_or("")),
                     row.root.map(|x| x.to_string()).unwrap_or_default(),
-                    half(&row.out_of_place),
-                    half(&row.in_place),
-                );
+                ];
+                cells.extend(half(&row.out_of_place));
+                cells.extend(half(&row.in_place));
+                o.row(&cells);
             }
         }
     }
-    o
+    o.finish()
 }
 
 #[derive(Serialize)]
@@ -189,8 +229,13 @@ pub fn check_json(reports: &[FileReport]) -> String {
 }
 
 /// The readable `outliers` report (the reference outlier script's layout, plus failures and nodes).
-/// `all`: list every file, not only outliers.
+/// `all`: list every file, not only outliers. Text from input is shown printable, as in
+/// [`check_text`].
 pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
+    printable_lines(&outliers_text_raw(r, all))
+}
+
+fn outliers_text_raw(r: &OutlierReport, all: bool) -> String {
     let mut o = String::new();
     let size = r
         .size
@@ -206,7 +251,7 @@ pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
         let _ = writeln!(
             o,
             "{}: {} file(s), mean {:.4} GB/s, std dev {:.4} GB/s, median {:.2} GB/s, {} outlier(s)",
-            g.collective.as_deref().unwrap_or("results"),
+            shown(g.collective.as_deref().unwrap_or("results")),
             g.samples.len(),
             g.mean,
             g.stddev,
@@ -219,7 +264,7 @@ pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
                     " ({})",
                     s.instance_ids
                         .iter()
-                        .map(|(h, i)| format!("{h}: {i}"))
+                        .map(|(h, i)| format!("{}: {}", shown(h), shown(i)))
                         .collect::<Vec<_>>()
                         .join(", ")
                 )
@@ -232,7 +277,7 @@ pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
                 if s.outlier { "OUTLIER" } else { "OK" },
                 s.deviation * 100.0,
                 s.busbw,
-                s.file,
+                shown(&s.file),
                 if s.table > 1 {
                     format!(" table {}", s.table)
                 } else {
@@ -241,13 +286,24 @@ pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
                 if s.hosts.is_empty() {
                     "-".to_string()
                 } else {
-                    s.hosts.join(", ")
+                    s.hosts
+                        .iter()
+                        .map(|h| shown(h))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 },
                 ids,
                 if s.notes.is_empty() {
                     String::new()
                 } else {
-                    format!(" [{}]", s.notes.join("; "))
+                    format!(
+                        " [{}]",
+                        s.notes
+                            .iter()
+                            .map(|n| shown(n))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
                 }
             );
         }
@@ -259,11 +315,11 @@ pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
     }
     let n: usize = r.groups.iter().map(|g| g.samples.len()).sum();
     let out: usize = r.groups.iter().map(|g| g.outliers).sum();
-    let bad: Vec<&str> = r
+    let bad: Vec<String> = r
         .nodes
         .iter()
         .filter(|n| n.verdict == outliers::NodeVerdict::Bad)
-        .map(|n| n.host.as_str())
+        .map(|n| shown(&n.host))
         .collect();
     let _ = writeln!(
         o,
@@ -277,22 +333,28 @@ pub fn outliers_text(r: &OutlierReport, all: bool) -> String {
 }
 
 /// `outliers --csv`: `file,table,collective,busbw_gbps,deviation_pct,status,hosts` (hosts joined
-/// with `;`); skipped files get status `skipped:<reason>`.
+/// with `;`); skipped files get status `skipped:<reason>`. Text cells are [`csv_text`].
 pub fn outliers_csv(r: &OutlierReport) -> String {
-    let mut o = String::from("file,table,collective,busbw_gbps,deviation_pct,status,hosts\n");
+    let mut o = Csv::new(&[
+        "file",
+        "table",
+        "collective",
+        "busbw_gbps",
+        "deviation_pct",
+        "status",
+        "hosts",
+    ]);
     for g in &r.groups {
         for s in &g.samples {
-            let _ = writeln!(
-                o,
-                "{},{},{},{},{:.4},{},{}",
-                csv_field(&s.file),
-                s.table,
-                csv_field(g.collective.as_deref().unwrap_or("")),
-                s.busbw,
-                s.deviation * 100.0,
-                if s.outlier { "OUTLIER" } else { "OK" },
-                csv_field(&s.hosts.join(";"))
-            );
+            o.row(&[
+                csv_text(&s.file),
+                s.table.to_string(),
+                csv_text(g.collective.as_deref().unwrap_or("")),
+                s.busbw.to_string(),
+                format!("{:.4}", s.deviation * 100.0),
+                if s.outlier { "OUTLIER" } else { "OK" }.into(),
+                csv_text(&s.hosts.join(";")),
+            ]);
         }
     }
     for s in &r.skipped {
@@ -300,14 +362,17 @@ pub fn outliers_csv(r: &OutlierReport) -> String {
             .ok()
             .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
             .unwrap_or_default();
-        let _ = writeln!(
-            o,
-            "{},,,,,skipped:{reason},{}",
-            csv_field(&s.file),
-            csv_field(&s.hosts.join(";"))
-        );
+        o.row(&[
+            csv_text(&s.file),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            format!("skipped:{reason}"),
+            csv_text(&s.hosts.join(";")),
+        ]);
     }
-    o
+    o.finish()
 }
 
 #[derive(Serialize)]

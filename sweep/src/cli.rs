@@ -189,7 +189,10 @@ fn run_check(a: CheckArgs) -> ExitCode {
             if a.json {
                 print_json(&r);
             } else {
-                print!("{}", check_sweep::render(&r));
+                print!(
+                    "{}",
+                    launchguard_core::text::printable_lines(&check_sweep::render(&r))
+                );
             }
             ExitCode::from(r.exit_code)
         }
@@ -238,7 +241,10 @@ fn run_nccl(a: NcclArgs) -> ExitCode {
             if a.json {
                 print_json(&r);
             } else {
-                print!("{}", nccl_sweep::render(&r));
+                print!(
+                    "{}",
+                    launchguard_core::text::printable_lines(&nccl_sweep::render(&r))
+                );
             }
             ExitCode::from(r.exit_code)
         }

@@ -337,12 +337,8 @@ impl<'r> Explainer<'r> {
             self.dropped += 1;
             return;
         }
-        let example: String = text
-            .trim()
-            .chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .take(MAX_EXAMPLE)
-            .collect();
+        // The job's own line: its escapes and bidi overrides are shown, never obeyed.
+        let example = launchguard_core::text::printable(text.trim(), MAX_EXAMPLE);
         self.found.push(Found {
             id: r.id.clone(),
             severity: r.severity,
@@ -469,10 +465,11 @@ fn print_text(rep: &Report, verbose: bool) {
     }
     let count = |s: Severity| rep.findings.iter().filter(|f| f.severity == s).count();
     // `-` is standard input; "1 line", "2 lines".
+    let shown = launchguard_core::text::printable(&rep.input, 256);
     let input = if rep.input == "-" {
         "standard input"
     } else {
-        rep.input.as_str()
+        shown.as_str()
     };
     let lines = format!(
         "{} line{}",
@@ -564,7 +561,7 @@ pub fn run(a: &Args) -> ExitCode {
         eprintln!("launchguard: explain: name a FILE or - for standard input");
         return ExitCode::from(3);
     };
-    let name = input.display().to_string();
+    let name = launchguard_core::host::files::shown_path(input);
     let res = if name == "-" {
         use std::io::IsTerminal;
         let stdin = std::io::stdin();
