@@ -38,7 +38,8 @@ pub fn parse_bytes(data: &[u8]) -> Result<Parsed, ParseError> {
     s.finish()
 }
 
-/// Parses from a reader in 1 MiB chunks (constant memory for text; JSON is read whole).
+/// Parses from a reader in 1 MiB chunks (constant memory for text; JSON is streamed, keeping only
+/// its devices and rows).
 pub fn parse_reader<R: Read>(mut r: R) -> Result<Parsed, ParseError> {
     let mut buf = vec![0u8; CHUNK];
     let mut s = Scanner::new();
@@ -53,15 +54,8 @@ pub fn parse_reader<R: Read>(mut r: R) -> Result<Parsed, ParseError> {
         if first {
             first = false;
             if looks_like_json(&buf[..n]) {
-                let mut all = buf[..n].to_vec();
-                (&mut r)
-                    .take((MAX_JSON + 1 - n.min(MAX_JSON)) as u64)
-                    .read_to_end(&mut all)
-                    .map_err(|e| ParseError::Io(e.to_string()))?;
-                if all.len() > MAX_JSON {
-                    return Err(ParseError::TooLarge(all.len() as u64));
-                }
-                return crate::json::parse_json(&all);
+                buf.truncate(n);
+                return crate::json::parse_json_reader(std::io::Cursor::new(buf).chain(r));
             }
         }
         s.feed(&buf[..n]);
@@ -71,39 +65,24 @@ pub fn parse_reader<R: Read>(mut r: R) -> Result<Parsed, ParseError> {
 
 /// Parses a file by path; `-` reads standard input.
 ///
-/// Anything but a regular file is refused ([`ParseError::NotRegular`]) before a byte is read: the
-/// file is opened with `O_NONBLOCK`, so a FIFO without a writer cannot hang the open, and its type
-/// is taken from the open descriptor. JSON larger than [`MAX_JSON`] is refused by its size.
+/// The file is opened by the CLI's one input reader ([`launchguard_core::host::files::open_input`]):
+/// anything but a regular file is refused ([`ParseError::NotRegular`]) before a byte is read (opened
+/// with `O_NONBLOCK`, so a FIFO without a writer cannot hang the open, and its type is taken from
+/// the open descriptor). Text is scanned in chunks; JSON larger than [`MAX_JSON`] is refused.
 pub fn parse_path(path: &Path) -> Result<Parsed, ParseError> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    if path.as_os_str() == "-" {
-        return parse_reader(std::io::stdin().lock());
+    match launchguard_core::host::files::open_input(path) {
+        Ok(r) => parse_reader(r),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            let kind = e.to_string();
+            let kind = kind.trim_end_matches(", not a regular file");
+            if kind.starts_with("a directory") {
+                Err(ParseError::Io("it is a directory".into()))
+            } else {
+                Err(ParseError::NotRegular(kind.into()))
+            }
+        }
+        Err(e) => Err(ParseError::Io(e.to_string())),
     }
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| ParseError::Io(e.to_string()))?;
-    let meta = f.metadata().map_err(|e| ParseError::Io(e.to_string()))?;
-    let ft = meta.file_type();
-    if ft.is_dir() {
-        return Err(ParseError::Io("it is a directory".into()));
-    }
-    if !ft.is_file() {
-        let kind = if ft.is_fifo() {
-            "a FIFO (named pipe)"
-        } else if ft.is_char_device() {
-            "a character device"
-        } else if ft.is_block_device() {
-            "a block device"
-        } else if ft.is_socket() {
-            "a socket"
-        } else {
-            "a special file"
-        };
-        return Err(ParseError::NotRegular(kind.into()));
-    }
-    parse_reader(f)
 }
 
 /// Index of the first `\n` (SIMD search: this is the scan's innermost loop).

@@ -147,3 +147,54 @@ fn a_baseline_on_stdin_is_read_up_to_the_limit() {
     );
 }
 
+/// A large nccl-tests `-J` file (`devices` devices, `rows` result rows) as nccl-tests writes it.
+fn big_json(path: &std::path::Path, devices: u32, rows: u32) -> u64 {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write!(f, r#"{{"version":3,"args":["./build/all_reduce_perf","-b","8"],"env":[],"nccl_version":22809,"config":{{"nthreads":1,"ngpus":8,"devices":["#).unwrap();
+    for i in 0..devices {
+        let sep = if i > 0 { "," } else { "" };
+        write!(f, r#"{sep}{{"rank":{},"group":0,"pid":{},"hostname":"gpu-{i:06}","device":0,"device_hex":"0000:10:00","device_info":"NVIDIA H100"}}"#, i * 8, 1000 + i).unwrap();
+    }
+    write!(f, r#"]}},"results":["#).unwrap();
+    for i in 0..rows {
+        let sep = if i > 0 { "," } else { "" };
+        let size = 8u64 << (i % 32);
+        write!(f, r#"{sep}{{"size":{size},"count":{},"type":"float","redop":"sum","root":"    -1","out_of_place":{{"time":{:.6},"alg_bw":330.370000,"bus_bw":330.370000,"nwrong":0.000000}},"in_place":{{"time":15.830000,"alg_bw":328.290000,"bus_bw":328.290000,"nwrong":0.000000}},"actual_iterations":20,"experiment_name":""}}"#, size / 4, 14.85 + f64::from(i)).unwrap();
+    }
+    writeln!(f, r#"],"out_of_bounds":{{"count":0,"okay":"true"}},"average_bus_bandwidth":{{"bandwidth":86.7146,"okay":"unchecked"}},"errors":[]}}"#).unwrap();
+    f.flush().unwrap();
+    std::fs::metadata(path).unwrap().len()
+}
+
+#[test]
+fn a_large_json_result_takes_a_small_multiple_of_its_size() {
+    // Before: a 51 MB -J file took 597 MB (11.6x): the file was held whole and parsed into a tree.
+    let d = scratch("json");
+    let f = d.join("big.json");
+    let size = big_json(&f, 20_000, 160_000);
+    assert!(size > 45 << 20, "{size} bytes");
+    let o = Command::new(env!("CARGO_BIN_EXE_launchguard"))
+        .args(["nccl", "check", f.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("160000 rows"));
+    // The largest resident set of any child of this test process: the other tests' children are a
+    // few MiB, so this is the big file's run.
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    let max_rss = ru.max_rss() as u64 * 1024;
+    assert!(
+        max_rss < 3 * size,
+        "{} MiB resident for a {} MiB file",
+        max_rss >> 20,
+        size >> 20
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
