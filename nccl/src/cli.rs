@@ -34,8 +34,8 @@ pub enum NcclCommand {
     /// that cannot reach other nodes (bridges, veth, loopback, link-local), NCCL_* overrides such as
     /// NCCL_P2P_DISABLE=1, missing GDRDMA, no result rows, a table cut before its footer, NCCL WARN
     /// lines. NCCL lines are read under any prefix (srun --label, [rankN]:, timestamps, Python
-    /// logging) or none. Limits: lines over 1 MiB are skipped, -J JSON over 64 MiB is refused, and
-    /// paths must be regular files (read pipes and devices through `-`).
+    /// logging) or none. Limits: lines over 1 MiB are skipped, -J JSON over 64 MiB and a baseline
+    /// over 1 MiB are refused, and paths must be regular files (read pipes and devices through `-`).
     #[command(after_help = EXIT_CODES)]
     Check {
         /// nccl-tests output (text or -J JSON) or NCCL_DEBUG=INFO log files; `-` reads stdin.
