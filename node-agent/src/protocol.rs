@@ -91,8 +91,9 @@ pub struct StatusReply {
 pub const MAX_FINDINGS: usize = 8;
 pub const MAX_MESSAGE: usize = 512;
 pub const MAX_NAME: usize = 128;
-/// Control characters (a forged log line's newline, terminal escapes) become spaces, bidi and other
-/// invisible characters `<U+XXXX>`; then clipped (the one sanitiser, [`launchguard_core::text`]).
+/// Line breaks (a forged log line's newline) become spaces, other control characters (terminal
+/// escapes) and bidi and other invisible characters `<U+XXXX>`; then clipped (the one sanitiser,
+/// [`launchguard_core::text`]).
 pub fn clean(s: &str, max: usize) -> String {
     launchguard_core::text::printable(s, max)
 }
