@@ -409,11 +409,9 @@ pub const MAX_ERROR_SCAN: u64 = 1 << 20;
 /// The first error line of a pair's output, from its first [`MAX_ERROR_SCAN`] bytes (or why there is
 /// none).
 fn first_error(file: &str) -> String {
-    use std::io::Read;
-    let head = std::fs::File::open(file).and_then(|f| {
-        let mut b = Vec::new();
-        f.take(MAX_ERROR_SCAN).read_to_end(&mut b).map(|_| b)
-    });
+    // Through the CLI's bounded reader: a FIFO or device in the output directory is refused at once.
+    let head =
+        launchguard_core::host::files::read_bytes(std::path::Path::new(file), MAX_ERROR_SCAN);
     match head {
         Ok(b) => {
             let text = String::from_utf8_lossy(&b);
@@ -1027,6 +1025,23 @@ pub fn render(r: &NcclSweepReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_in_place_of_a_pairs_output_is_refused_at_once() {
+        // Before: File::open on a FIFO without a writer blocked the sweep's report.
+        let dir = std::env::temp_dir().join(format!("lg-sweep-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("pair.out");
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let why = first_error(fifo.to_str().unwrap());
+        assert!(why.starts_with("no output file (a FIFO"), "{why}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn opts(command: &str) -> NcclOptions {
         NcclOptions {

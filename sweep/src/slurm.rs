@@ -203,7 +203,9 @@ pub fn ctld_log_tail(timeout: Duration) -> Option<(String, String)> {
         return None;
     }
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(&path).ok()?;
+    // Regular files only, opened without blocking (the log path comes from slurm.conf).
+    let mut f =
+        launchguard_core::host::files::open_regular(std::path::Path::new(&path), true).ok()?;
     let len = f.metadata().ok()?.len();
     f.seek(SeekFrom::Start(len.saturating_sub(CTLD_LOG_TAIL)))
         .ok()?;

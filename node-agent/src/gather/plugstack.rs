@@ -19,7 +19,8 @@ const MAX_DEPTH: usize = 8;
 /// Whether `p` looks loadable: readable, ELF, `ET_DYN` (a shared object).
 pub fn so_state(p: &Path) -> SoState {
     let mut head = [0u8; 18];
-    match std::fs::File::open(p) {
+    // Regular files only, opened without blocking: a FIFO named in plugstack.conf cannot hang it.
+    match super::util::open_regular(p, true) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             SoState::Missing(p.display().to_string())
         }
@@ -270,6 +271,21 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_named_as_the_plugin_is_refused_without_blocking() {
+        // Before: File::open on a FIFO without a writer blocked the node check.
+        let dir = std::env::temp_dir().join(format!("lg-plugstack-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("spank_launchguard.so");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        match so_state(&fifo) {
+            SoState::Broken(e) => assert!(e.contains("FIFO"), "{e}"),
+            s => panic!("{s:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn show_config_values() {
