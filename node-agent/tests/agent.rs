@@ -167,6 +167,15 @@ fn reports_from_real_sruns_arrive_attributed_and_hostile_clients_are_counted() {
         srun_side["report"]["findings"][0]["id"],
         "launch.export_all"
     );
+    // The line as the user saw it, `what; why; fix`, its `;`s not escaped a second time.
+    let msg = srun_side["report"]["findings"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        msg.starts_with("launchguard: launch.export_all: ") && msg.matches("; ").count() >= 2,
+        "{msg}"
+    );
+    assert!(!msg.contains("\\;"), "{msg}");
     // Every step, from slurmstepd as root, with its job and the job's user.
     let steps: Vec<&Value> = rs
         .iter()
