@@ -76,6 +76,13 @@ fn pmix(ctx: &Ctx) -> FamilyResult {
     }
 }
 
+fn memlock(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::memlock::judge(&gather::memlock::gather(ctx)),
+        facts: vec![],
+    }
+}
+
 fn enroot(ctx: &Ctx) -> FamilyResult {
     FamilyResult {
         outcomes: launchguard_core::node::enroot::judge(&gather::enroot::gather(ctx)),
@@ -213,6 +220,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "pmix",
         run: pmix,
+    },
+    Family {
+        name: "memlock",
+        run: memlock,
     },
     Family {
         name: "enroot",

@@ -9,6 +9,7 @@ pub mod enroot;
 pub mod gpu;
 pub mod hostname;
 pub mod imex;
+pub mod memlock;
 pub mod munge;
 pub mod nccl_env;
 pub mod plugstack;
@@ -196,6 +197,7 @@ pub fn all_checks() -> Vec<CheckInfo> {
         ("hostname", hostname::CHECKS),
         ("slurm_conf", slurm_conf::CHECKS),
         ("pmix", pmix::CHECKS),
+        ("memlock", memlock::CHECKS),
         ("enroot", enroot::CHECKS),
         ("plugstack", plugstack::CHECKS),
         ("nccl_env", nccl_env::CHECKS),

@@ -11,6 +11,7 @@ pub mod enroot;
 pub mod gpu;
 pub mod hostname;
 pub mod imex;
+pub mod memlock;
 pub mod munge;
 pub mod nccl_env;
 mod nvml_fabric;
