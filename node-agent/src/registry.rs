@@ -76,6 +76,13 @@ fn pmix(ctx: &Ctx) -> FamilyResult {
     }
 }
 
+fn munge_paths(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::munge_paths::judge(&gather::munge_paths::gather(ctx)),
+        facts: vec![],
+    }
+}
+
 fn memlock(ctx: &Ctx) -> FamilyResult {
     FamilyResult {
         outcomes: launchguard_core::node::memlock::judge(&gather::memlock::gather(ctx)),
@@ -208,6 +215,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "munge",
         run: munge,
+    },
+    Family {
+        name: "munge_paths",
+        run: munge_paths,
     },
     Family {
         name: "hostname",

@@ -11,6 +11,7 @@ pub mod hostname;
 pub mod imex;
 pub mod memlock;
 pub mod munge;
+pub mod munge_paths;
 pub mod nccl_env;
 pub mod plugstack;
 pub mod pmix;
@@ -194,6 +195,7 @@ pub fn all_checks() -> Vec<CheckInfo> {
     let mut v = vec![];
     for (family, list) in [
         ("munge", munge::CHECKS),
+        ("munge_paths", munge_paths::CHECKS),
         ("hostname", hostname::CHECKS),
         ("slurm_conf", slurm_conf::CHECKS),
         ("pmix", pmix::CHECKS),

@@ -13,6 +13,7 @@ pub mod hostname;
 pub mod imex;
 pub mod memlock;
 pub mod munge;
+pub mod munge_paths;
 pub mod nccl_env;
 mod nvml_fabric;
 pub mod plugstack;
