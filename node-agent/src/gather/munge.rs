@@ -96,7 +96,13 @@ fn daemon(roots: &Roots, pid_file: &Path) -> Daemon {
             pid_file.display()
         ));
     }
-    if stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z') {
+    if stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .starts_with('Z')
+    {
         return Daemon::NotRunning(format!("pid {pid} (munged) has exited (a zombie)"));
     }
     Daemon::Running {
