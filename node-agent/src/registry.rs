@@ -345,6 +345,7 @@ impl Runner {
                             status: o.status,
                             message: o.message(),
                             duration_ms: ms,
+                            user_controlled: o.user_controlled,
                         });
                     }
                     for (k, v) in r.facts {
@@ -360,6 +361,7 @@ impl Runner {
                             status: o.status,
                             message: o.message(),
                             duration_ms: ms,
+                            user_controlled: None,
                         });
                     }
                 }

@@ -13,6 +13,7 @@ pub mod hostname;
 pub mod imex;
 pub mod munge;
 pub mod nccl_env;
+pub mod nofollow;
 mod nvml_fabric;
 pub mod plugstack;
 pub mod pmix;
