@@ -300,13 +300,11 @@ mod tests {
     /// ENROOT_DATA_PATH's parent in /tmp). Before: `reason` gave a drain reason for it.
     #[test]
     fn a_user_controlled_critical_neither_drains_nor_lifts_a_drain() {
-        let who = Some("uid 1001 (lgtest) owns '/tmp/enroot-data'");
+        let owner = "uid 1001 (lgtest) owns '/tmp/enroot-data'";
+        let who = Some(owner);
         let rep = report(&[("node.enroot.storage", Status::Critical, who)]);
         assert_eq!(reason(&rep), None);
-        assert_eq!(
-            user_controlled(&rep),
-            vec![("node.enroot.storage", who.unwrap())]
-        );
+        assert_eq!(user_controlled(&rep), vec![("node.enroot.storage", owner)]);
         let status = |id: &str| rep.checks.iter().find(|c| c.id == id).map(drain_status);
         assert_eq!(decide(&st("IDLE", None), None, &status), Action::None);
         // A drain launchguard set for it earlier stays: the user cannot lift it either.

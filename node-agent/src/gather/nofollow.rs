@@ -52,6 +52,21 @@ pub fn open_at(dir: &File, name: &OsStr, flags: OFlag) -> std::io::Result<File> 
     adopt(raw)
 }
 
+/// Creates the file `name` under `dir` with `mode` (`O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW`): an
+/// existing entry, a symlink included, gives `EEXIST` and is never followed.
+pub fn create_at(dir: &File, name: &OsStr, mode: u32) -> std::io::Result<File> {
+    if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
+        return Err(Errno::EINVAL.into());
+    }
+    let raw = openat(
+        Some(dir.as_raw_fd()),
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(mode),
+    )?;
+    adopt(raw)
+}
+
 /// Opens the directory `name` under `dir` (`O_RDONLY | O_DIRECTORY | O_NOFOLLOW`).
 pub fn open_dir_at(dir: &File, name: &OsStr) -> std::io::Result<File> {
     open_at(dir, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY)
@@ -176,13 +191,15 @@ impl std::fmt::Display for WalkError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WalkError::Missing { parent, name } => {
-                write!(f, "'{}/{name}' does not exist", parent.path.trim_end_matches('/'))
+                write!(
+                    f,
+                    "'{}/{name}' does not exist",
+                    parent.path.trim_end_matches('/')
+                )
             }
-            WalkError::Symlink { at, uid, .. } => write!(
-                f,
-                "'{at}' is a symlink owned by {} (launchguard follows only root's links in root's directories)",
-                account(*uid)
-            ),
+            WalkError::Symlink { at, uid, .. } => {
+                write!(f, "'{at}' is a symlink owned by {}", account(*uid))
+            }
             WalkError::NotDir { at, .. } => write!(f, "'{at}' is not a directory"),
             WalkError::Other(e) => f.write_str(e),
         }
@@ -205,6 +222,15 @@ fn io(e: impl std::fmt::Display, at: &Path) -> WalkError {
 /// followed only when root owns it and the directory holding it is root's alone, at most
 /// [`MAX_HOPS`] times.
 pub fn walk_dir(path: &Path) -> Result<Walked, WalkError> {
+    walk(path, MAX_HOPS)
+}
+
+/// Like [`walk_dir`], but no symlink is followed at all (a place root writes to).
+pub fn walk_dir_strict(path: &Path) -> Result<Walked, WalkError> {
+    walk(path, 0)
+}
+
+fn walk(path: &Path, max_hops: usize) -> Result<Walked, WalkError> {
     if !path.is_absolute() {
         return Err(WalkError::Other(format!(
             "'{}' is not an absolute path",
@@ -260,7 +286,7 @@ pub fn walk_dir(path: &Path) -> Result<Walked, WalkError> {
                     });
                 }
                 let holder_trusted = chain.last().is_some_and(Link::roots_alone);
-                if st.st_uid != 0 || !holder_trusted {
+                if st.st_uid != 0 || !holder_trusted || max_hops == 0 {
                     return Err(WalkError::Symlink {
                         at: shown,
                         uid: st.st_uid,
@@ -268,9 +294,9 @@ pub fn walk_dir(path: &Path) -> Result<Walked, WalkError> {
                     });
                 }
                 hops += 1;
-                if hops > MAX_HOPS {
+                if hops > max_hops {
                     return Err(WalkError::Other(format!(
-                        "more than {MAX_HOPS} symlinks under '{shown}'"
+                        "more than {max_hops} symlinks under '{shown}'"
                     )));
                 }
                 let target = readlinkat(Some(dir.as_raw_fd()), name.as_os_str())
