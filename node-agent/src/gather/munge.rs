@@ -153,8 +153,12 @@ fn roundtrip(socket: &Path) -> Result<(), String> {
 fn find_copies(root: &Path, key: &[u8], depth: usize) -> Vec<SharedCopy> {
     let w = match nofollow::walk_dir(root) {
         Ok(w) => w,
-        Err(e) => {
+        Err(e @ nofollow::WalkError::Missing { .. }) => {
             tracing::debug!("munge shared path not searched: {e}");
+            return vec![];
+        }
+        Err(e) => {
+            tracing::warn!("munge shared path {} not searched: {e}", root.display());
             return vec![];
         }
     };
@@ -182,7 +186,7 @@ fn search(
     seen: &mut usize,
     out: &mut Vec<SharedCopy>,
 ) {
-    let Ok(list) = nofollow::entries(dir) else {
+    let Ok(list) = nofollow::entries(dir, MAX_ENTRIES.saturating_sub(*seen)) else {
         return;
     };
     for (name, dtype) in list {

@@ -72,10 +72,10 @@ pub fn open_dir_at(dir: &File, name: &OsStr) -> std::io::Result<File> {
     open_at(dir, name, OFlag::O_RDONLY | OFlag::O_DIRECTORY)
 }
 
-/// The entries of an open directory (without `.` and `..`) with their `d_type` when the filesystem
-/// gives one. Read through a second descriptor of the same directory (`openat(dir, ".")`), never
-/// by path.
-pub fn entries(dir: &File) -> std::io::Result<Vec<(OsString, Option<Type>)>> {
+/// The first `max` entries of an open directory (without `.` and `..`) with their `d_type` when the
+/// filesystem gives one. Read through a second descriptor of the same directory
+/// (`openat(dir, ".")`), never by path.
+pub fn entries(dir: &File, max: usize) -> std::io::Result<Vec<(OsString, Option<Type>)>> {
     let mut d = Dir::openat(
         Some(dir.as_raw_fd()),
         ".",
@@ -84,6 +84,9 @@ pub fn entries(dir: &File) -> std::io::Result<Vec<(OsString, Option<Type>)>> {
     )?;
     let mut out = vec![];
     for e in d.iter() {
+        if out.len() >= max {
+            break;
+        }
         let e = e?;
         let name = OsStr::from_bytes(e.file_name().to_bytes());
         if name != "." && name != ".." {
