@@ -208,7 +208,7 @@ pub fn run(a: &Args) -> ExitCode {
     let verb = if drain { "" } else { "would " };
     for (id, who) in user_controlled(&rep) {
         println!(
-            "launchguard: health: {node}: {id} is CRITICAL but not a drain reason: it rests on state an unprivileged account controls ({}); fix the configuration that lets it",
+            "launchguard: health: {node}: {id} is CRITICAL but not a drain reason: it rests on state an unprivileged account controls ({}); its fix: launchguard check --only {id}",
             launchguard_core::text::printable(who, 200)
         );
     }
