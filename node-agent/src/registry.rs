@@ -367,6 +367,7 @@ impl Runner {
                             status: o.status,
                             message: o.message(),
                             duration_ms: ms,
+                            user_controlled: o.user_controlled,
                         });
                     }
                     for (k, v) in r.facts {
@@ -382,6 +383,7 @@ impl Runner {
                             status: o.status,
                             message: o.message(),
                             duration_ms: ms,
+                            user_controlled: None,
                         });
                     }
                 }

@@ -15,6 +15,7 @@ pub mod memlock;
 pub mod munge;
 pub mod munge_paths;
 pub mod nccl_env;
+pub mod nofollow;
 mod nvml_fabric;
 pub mod plugstack;
 pub mod pmix;
