@@ -30,11 +30,15 @@ pub enum CheckKind {
     /// driver offers IMEX channels, but sees no usable `/dev/nvidia-caps-imex-channels/channelN`.
     /// NVIDIA's IMEX guide, "IMEX Channels".
     ImexChannel,
+    /// `launch.memlock`: a multi-node GPU step on an RDMA node whose tasks may lock too little memory
+    /// (`RLIMIT_MEMLOCK`) for NCCL/UCX/libfabric to register buffers. NVIDIA's MLNX_OFED/DOCA user
+    /// manual and AWS's EFA user guide ("unlimited"); slurm.conf(5) `PropagateResourceLimits`.
+    Memlock,
 }
 
 impl CheckKind {
     /// Every check, in the order they are documented.
-    pub const ALL: [CheckKind; 7] = [
+    pub const ALL: [CheckKind; 8] = [
         CheckKind::CpusPerTask,
         CheckKind::ExportAll,
         CheckKind::ExportSplit,
@@ -42,6 +46,7 @@ impl CheckKind {
         CheckKind::Devices,
         CheckKind::NcclEnv,
         CheckKind::ImexChannel,
+        CheckKind::Memlock,
     ];
 
     /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
@@ -54,6 +59,7 @@ impl CheckKind {
             CheckKind::Devices => "devices",
             CheckKind::NcclEnv => "nccl_env",
             CheckKind::ImexChannel => "imex_channel",
+            CheckKind::Memlock => "memlock",
         }
     }
 
@@ -67,6 +73,7 @@ impl CheckKind {
             CheckKind::Devices => "launch.devices",
             CheckKind::NcclEnv => "launch.nccl_env",
             CheckKind::ImexChannel => "launch.imex_channel",
+            CheckKind::Memlock => "launch.memlock",
         }
     }
 
@@ -87,6 +94,9 @@ impl CheckKind {
             CheckKind::NcclEnv => "NCCL/libfabric variables wrong for the node's fabric (EFA/IB)",
             CheckKind::ImexChannel => {
                 "multi-node NVLink step without a usable IMEX channel (/dev/nvidia-caps-imex-channels)"
+            }
+            CheckKind::Memlock => {
+                "multi-node GPU step on an RDMA node whose tasks' locked-memory limit is finite"
             }
         }
     }

@@ -552,6 +552,7 @@ mod tests {
             status,
             message: message.into(),
             duration_ms: 0.1,
+            user_controlled: None,
         };
         crate::registry::NodeReport {
             schema: 1,

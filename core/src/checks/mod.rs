@@ -16,6 +16,7 @@ pub mod export;
 pub mod gpus;
 pub mod imex;
 pub mod marker;
+pub mod memlock;
 pub mod nccl_env;
 
 use crate::finding::{Finding, Severity};
