@@ -224,6 +224,61 @@ fn trap_line() -> String {
     )
 }
 
+/// `sbatch --ntasks-per-gpu=1 -c 2`: on the releases whose srun refuses the job's
+/// `SLURM_TRES_PER_TASK=cpu=2` next to `SLURM_NTASKS_PER_GPU` (23.11.7–25.05.0: 24.11 here), sbatch
+/// is warned and the plain srun inside really dies with Slurm's own fatal line, while the fix it
+/// names (`unset SLURM_TRES_PER_TASK`) runs; on 22.05 the same job runs and nothing is said.
+#[test]
+fn ntasks_per_gpu_with_c_warns_exactly_where_srun_refuses_it() {
+    let _g = lock();
+    plugstack("mode=warn");
+    let v = run(As::Root, &[], &["srun", "--version"]);
+    let full = v
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .expect("version")
+        .to_string();
+    let micro: Option<u16> = full.split('.').nth(2).and_then(|m| m.parse().ok());
+    let (major, minor) = release();
+    let refuses = launchguard_core::checks::gpu_options::refuses_tres_per_task(
+        launchguard_core::SlurmRelease::new(major, minor),
+        micro,
+    )
+    .expect("micro release known");
+    let script = "#!/bin/bash\nsrun true; echo srun rc=$?\nunset SLURM_TRES_PER_TASK\nsrun true; echo fixed rc=$?\n";
+    let (r, out) = sbatch(
+        As::User,
+        "ntasks-per-gpu",
+        &["--ntasks-per-gpu=1", "--gpus=1", "-c", "2"],
+        script,
+    );
+    assert_eq!(r.code, 0, "{r:#?}");
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("launchguard: launch.gpu_options"))
+        .collect();
+    assert!(out.contains("fixed rc=0\n"), "{out}");
+    if refuses {
+        assert!(
+            out.contains("SLURM_TRES_PER_TASK is mutually exclusive with --ntasks-per-gpu")
+                && out.contains("srun rc=1\n"),
+            "srun did not refuse on {full}: {out}"
+        );
+        assert_eq!(said.len(), 1, "{r:#?}");
+        assert!(
+            said[0].contains(&format!("on Slurm {major}.{minor:02}.")),
+            "{}",
+            said[0]
+        );
+        assert!(said[0].contains("unset SLURM_TRES_PER_TASK"), "{}", said[0]);
+    } else {
+        assert!(out.contains("srun rc=0\n"), "srun failed on {full}: {out}");
+        assert!(said.is_empty(), "{r:#?}");
+    }
+}
+
 #[test]
 fn sbatch_c2_then_plain_srun_follows_the_release() {
     let _g = lock();
