@@ -96,9 +96,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         }
     }
     let verdict = judge(findings, &policy);
-    for f in &verdict.shown {
-        ffi::log_user(&f.to_string());
-    }
+    crate::user_lines::show(verdict.shown.iter().map(|f| f.to_string()), "");
     let m = SrunMarker {
         cpus,
         container: export::uses_container(&parsed, &env),

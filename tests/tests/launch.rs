@@ -851,3 +851,43 @@ fn nccl_rules_spare_cpu_only_steps_and_stop_gpu_steps_early() {
         assert!(ours < slurm, "launchguard's line first: {r:#?}");
     }
 }
+
+/// A plugstack line longer than Slurm's 4095-byte line buffer: Slurm cuts it (the plugin gets the
+/// devices of the first piece only, and logs `Invalid option`/`Invalid line. Ignoring.` for the
+/// rest), and the launch prints at most 10 finding lines, then how many more it did not show.
+/// Field report: such a launch printed 158 `launch.devices` lines.
+#[test]
+fn a_plugstack_line_past_slurms_buffer_gives_a_capped_launch() {
+    let _g = lock();
+    let head = format!("required {PLUGIN_PATH} mode=warn devices=");
+    let list: Vec<String> = (0..400)
+        .map(|i| format!("/dev/lgtest-absent-{i:04}"))
+        .collect();
+    let line = format!("{head}{}", list.join(","));
+    assert!(line.len() > 4095);
+    // What Slurm hands the plugin: the first 4095 bytes (fgets into a 4096-byte buffer).
+    let kept = line[..4095][head.len()..].split(',').count();
+    assert!(
+        !line[..4095].ends_with(','),
+        "a cut after a comma would void the whole list"
+    );
+    plugstack_line(&line);
+    let r = srun(As::User, &["-n1", "true"]);
+    no_plugstack();
+    assert_eq!(r.code, 0, "warn mode: {r:#?}");
+    assert!(
+        r.stderr.contains("Invalid line. Ignoring."),
+        "Slurm's own word on the cut: {r:#?}"
+    );
+    let shown = r
+        .findings()
+        .into_iter()
+        .filter(|l| l.starts_with("launchguard: launch.devices:"))
+        .count();
+    assert_eq!(shown, 10, "{r:#?}");
+    let more = format!(
+        "launchguard: {} more finding lines not shown (at most 10 per launch); slurmd's log on this node has every one",
+        kept - 10
+    );
+    assert!(r.stderr.lines().any(|l| l == more), "want {more:?}: {r:#?}");
+}
