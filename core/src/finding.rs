@@ -111,6 +111,29 @@ impl CheckKind {
         }
     }
 
+    /// Whether srun's own plugin judges this check (`init_post_opt` in srun, before allocation: the
+    /// `srun` phase of the report protocol, [`crate::protocol`]). The plugin's srun side reports only
+    /// these, and the agent refuses an srun-phase report naming any other ID: srun runs as the user,
+    /// so such a report can only be forged. The other checks need the step (its cgroup, devices,
+    /// container) and run in slurmstepd.
+    pub const fn in_srun(self) -> bool {
+        match self {
+            CheckKind::CpusPerTask
+            | CheckKind::ExportAll
+            | CheckKind::ExportSplit
+            | CheckKind::NcclEnv => true,
+            CheckKind::EnrootRuntime | CheckKind::Devices | CheckKind::ImexChannel => false,
+        }
+    }
+
+    /// The finding IDs an srun-phase report may carry ([`CheckKind::in_srun`]).
+    pub fn srun_ids() -> impl Iterator<Item = &'static str> {
+        CheckKind::ALL
+            .into_iter()
+            .filter(|c| c.in_srun())
+            .map(CheckKind::id)
+    }
+
     /// Looks a check up by its plugstack key or its finding ID.
     pub fn from_key(key: &str) -> Option<CheckKind> {
         CheckKind::ALL
