@@ -122,7 +122,11 @@ impl CheckKind {
             | CheckKind::ExportAll
             | CheckKind::ExportSplit
             | CheckKind::NcclEnv => true,
-            CheckKind::EnrootRuntime | CheckKind::Devices | CheckKind::ImexChannel => false,
+            CheckKind::EnrootRuntime
+            | CheckKind::Devices
+            | CheckKind::ImexChannel
+            | CheckKind::Memlock
+            | CheckKind::GpuOptions => false,
         }
     }
 
