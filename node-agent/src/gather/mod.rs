@@ -7,11 +7,13 @@
 //! ([`launchguard_core::host::Roots`]), so a test points them all at a fixture tree at once.
 
 pub mod devices;
+pub mod disk_cache;
 pub mod enroot;
 pub mod gpu;
 pub mod hostname;
 pub mod imex;
 pub mod munge;
+pub mod munge_socket;
 pub mod nccl_env;
 mod nvml_fabric;
 pub mod plugstack;
