@@ -554,11 +554,7 @@ impl LogFacts {
         if first {
             self.first_prefix = Some((prefix.to_string(), None));
         }
-        let Some((host, pid)) = prefix
-            .rsplit(|c: char| c.is_ascii_whitespace())
-            .take(6)
-            .find_map(host_pid)
-        else {
+        let Some((host, pid)) = last_words(prefix, 6).find_map(host_pid) else {
             return;
         };
         let Some(h) = self.add_host(host) else {
@@ -681,7 +677,7 @@ impl LogFacts {
         if let Some(net) = via.strip_prefix("NET/") {
             self.net_connections += 1;
             let name = net.split('/').next().unwrap_or("");
-            if net.contains("/GDRDMA") {
+            if memchr::memmem::find(net.as_bytes(), b"/GDRDMA").is_some() {
                 self.gdrdma_connections += 1;
             }
             if !name.is_empty() {
@@ -870,6 +866,27 @@ fn host_pid(tok: &str) -> Option<(&str, u32)> {
     Some((host, pid))
 }
 
+/// The last `n` pieces of `s` split at ASCII whitespace, from the right (empty pieces between
+/// two spaces count, as with `str::rsplit`); byte by byte, as this runs on most NCCL lines.
+fn last_words(s: &str, n: usize) -> impl Iterator<Item = &str> {
+    let b = s.as_bytes();
+    let mut end = Some(b.len());
+    std::iter::from_fn(move || {
+        let e = end?;
+        match b[..e].iter().rposition(|c| c.is_ascii_whitespace()) {
+            Some(i) => {
+                end = Some(i);
+                Some(&s[i + 1..e])
+            }
+            None => {
+                end = None;
+                Some(&s[..e])
+            }
+        }
+    })
+    .take(n)
+}
+
 /// Finds `needle` in `hay` with a searcher built once per process (building one per line, as
 /// `str::find` does, cost a third of the scan).
 pub(crate) fn find(
@@ -908,7 +925,7 @@ fn count_devices(s: &str) -> u32 {
 }
 
 fn word_after(s: &str, key: &str) -> Option<u32> {
-    let i = s.find(key)?;
+    let i = memchr::memmem::find(s.as_bytes(), key.as_bytes())?;
     s[i + key.len()..]
         .split(|c: char| !c.is_ascii_digit())
         .next()?
@@ -1055,6 +1072,24 @@ mod tests {
         assert_eq!(f.warn_count, 1);
         assert_eq!(f.warns, vec!["Failed to initialize any NET plugin"]);
         assert_eq!(f.hosts, vec!["vm"]);
+    }
+
+    #[test]
+    fn last_words_split_as_rsplit_does() {
+        for s in [
+            "",
+            " ",
+            "a",
+            "a b",
+            "a  b\tc ",
+            "[2026-11-30 00:12:00] vm:1:2 [1] net.cc:379",
+        ] {
+            let want: Vec<&str> = s
+                .rsplit(|c: char| c.is_ascii_whitespace())
+                .take(6)
+                .collect();
+            assert_eq!(last_words(s, 6).collect::<Vec<_>>(), want, "{s:?}");
+        }
     }
 
     #[test]

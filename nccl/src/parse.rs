@@ -154,6 +154,15 @@ fn looks_like_json(data: &[u8]) -> bool {
 /// `[1,0]<stdout>:`, and a pdsh-style `host: ` in front of an nccl-tests header, footer or row.
 /// NCCL lines need none of this: their prefix is found wherever it is ([`crate::log`]).
 pub fn strip_launcher_prefix(line: &str) -> &str {
+    // Fast path, most lines: a line that starts with a letter can only carry a pdsh `host: `, whose
+    // first word ends with `:`.
+    let b = line.as_bytes();
+    if b.first().is_some_and(u8::is_ascii_alphabetic) {
+        match memchr::memchr(b' ', b) {
+            Some(i) if i > 1 && b[i - 1] == b':' => {}
+            _ => return line,
+        }
+    }
     let mut cur = line;
     for _ in 0..3 {
         let next = strip_one_prefix(cur);
