@@ -34,11 +34,15 @@ pub enum CheckKind {
     /// (`RLIMIT_MEMLOCK`) for NCCL/UCX/libfabric to register buffers. NVIDIA's MLNX_OFED/DOCA user
     /// manual and AWS's EFA user guide ("unlimited"); slurm.conf(5) `PropagateResourceLimits`.
     Memlock,
+    /// `launch.gpu_options`: GPU task options on sbatch/salloc that make every later srun of the job
+    /// fail on the running release (`--ntasks-per-gpu` with `--cpus-per-task` on Slurm 23.11.7 to
+    /// 25.05.0). srun(1)/sbatch(1) `--ntasks-per-gpu`; Slurm's changelog for 25.05.1.
+    GpuOptions,
 }
 
 impl CheckKind {
     /// Every check, in the order they are documented.
-    pub const ALL: [CheckKind; 8] = [
+    pub const ALL: [CheckKind; 9] = [
         CheckKind::CpusPerTask,
         CheckKind::ExportAll,
         CheckKind::ExportSplit,
@@ -47,6 +51,7 @@ impl CheckKind {
         CheckKind::NcclEnv,
         CheckKind::ImexChannel,
         CheckKind::Memlock,
+        CheckKind::GpuOptions,
     ];
 
     /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
@@ -60,6 +65,7 @@ impl CheckKind {
             CheckKind::NcclEnv => "nccl_env",
             CheckKind::ImexChannel => "imex_channel",
             CheckKind::Memlock => "memlock",
+            CheckKind::GpuOptions => "gpu_options",
         }
     }
 
@@ -74,6 +80,7 @@ impl CheckKind {
             CheckKind::NcclEnv => "launch.nccl_env",
             CheckKind::ImexChannel => "launch.imex_channel",
             CheckKind::Memlock => "launch.memlock",
+            CheckKind::GpuOptions => "launch.gpu_options",
         }
     }
 
@@ -98,7 +105,37 @@ impl CheckKind {
             CheckKind::Memlock => {
                 "multi-node GPU step on an RDMA node whose tasks' locked-memory limit is finite"
             }
+            CheckKind::GpuOptions => {
+                "sbatch/salloc GPU task options that make every srun of the job fail on this release"
+            }
         }
+    }
+
+    /// Whether srun's own plugin judges this check (`init_post_opt` in srun, before allocation: the
+    /// `srun` phase of the report protocol, [`crate::protocol`]). The plugin's srun side reports only
+    /// these, and the agent refuses an srun-phase report naming any other ID: srun runs as the user,
+    /// so such a report can only be forged. The other checks need the step (its cgroup, devices,
+    /// container) and run in slurmstepd.
+    pub const fn in_srun(self) -> bool {
+        match self {
+            CheckKind::CpusPerTask
+            | CheckKind::ExportAll
+            | CheckKind::ExportSplit
+            | CheckKind::NcclEnv => true,
+            CheckKind::EnrootRuntime
+            | CheckKind::Devices
+            | CheckKind::ImexChannel
+            | CheckKind::Memlock
+            | CheckKind::GpuOptions => false,
+        }
+    }
+
+    /// The finding IDs an srun-phase report may carry ([`CheckKind::in_srun`]).
+    pub fn srun_ids() -> impl Iterator<Item = &'static str> {
+        CheckKind::ALL
+            .into_iter()
+            .filter(|c| c.in_srun())
+            .map(CheckKind::id)
     }
 
     /// Looks a check up by its plugstack key or its finding ID.

@@ -251,6 +251,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "nccl_env",
     "imex_channel",
     "memlock",
+    "gpu_options",
     "gpu_steps_only",
     "min_cpus_per_task",
     "enroot_repair",

@@ -178,9 +178,11 @@ pub fn threshold_arg(s: &str) -> Result<f64, String> {
     Ok(if pct || v >= 1.0 { v / 100.0 } else { v })
 }
 
+/// Reads every file, several at a time on rayon's threads; results in the order given.
 fn parse_all(files: &[PathBuf]) -> Vec<(String, Result<Parsed, ParseError>)> {
+    use rayon::prelude::*;
     files
-        .iter()
+        .par_iter()
         .map(|p| (p.display().to_string(), parse::parse_path(p)))
         .collect()
 }

@@ -5,6 +5,7 @@
 //! - [`parsed`]: what reading a file yields ([`parsed::Parsed`], [`parsed::ParseError`]) and the size
 //!   limits, shared by the two readers;
 //! - [`parse`]: one file in, [`parse::Parsed`] out (streaming line scanner, JSON detection);
+//! - [`parallel`]: one big file scanned in pieces on every core, joined to the same result;
 //! - [`table`]: nccl-tests result tables (current and older layouts, `N/A`, footer);
 //! - [`json`]: nccl-tests `-J` JSON output;
 //! - [`log`]: facts from NCCL_DEBUG=INFO lines (versions, network, provider/fabric, NICs, GDRDMA,
@@ -33,6 +34,7 @@ pub mod log;
 pub mod model;
 pub mod outliers;
 pub mod output;
+pub mod parallel;
 pub mod parse;
 pub mod parsed;
 pub mod plugin;

@@ -180,6 +180,12 @@ pub struct LogFacts {
     /// The prefix bytes of the last NCCL line and what they resolved to (most lines repeat it).
     #[serde(skip)]
     last_prefix: String,
+    /// The last `host:pid` recorded in `pids` (most lines repeat it).
+    #[serde(skip)]
+    last_pid: Option<(u32, u32)>,
+    /// The first NCCL prefix read and the host it named (for [`LogFacts::append`]).
+    #[serde(skip)]
+    first_prefix: Option<(String, Option<u32>)>,
 }
 
 /// One interface in a `NET/Socket : Using …`, `Bootstrap : Using …` or NET/IB `OOB …` list.
@@ -300,6 +306,144 @@ impl LogFacts {
         Some(i)
     }
 
+    /// Whether [`LogFacts::append`] gives exactly what reading `later`'s lines after this would:
+    /// no bound of [`MAX_TRACKED`] can be reached, and nothing in `later` depended on the host of
+    /// the lines before it (a provider line without a host prefix takes the previous line's host;
+    /// a first prefix equal to this one's last is not read again).
+    pub(crate) fn can_append(&self, later: &LogFacts) -> bool {
+        let near = |a: usize, b: usize| a + b >= MAX_TRACKED;
+        if later.untracked > 0
+            || near(self.hosts.len(), later.hosts.len())
+            || near(self.pids.len(), later.pids.len())
+            || near(self.rank_set.len(), later.rank_set.len())
+            || near(self.instance_hosts.len(), later.instance_hosts.len())
+            || near(self.env_names.len(), later.env_names.len())
+            || near(self.provider_set.len(), later.provider_set.len())
+        {
+            return false;
+        }
+        if self.last_host.is_some() && later.providers.iter().any(|p| p.host.is_none()) {
+            return false;
+        }
+        if let Some((p, Some(h))) = &later.first_prefix {
+            if *p == self.last_prefix
+                && self.last_host.map(|g| self.hosts[g as usize].as_str())
+                    != Some(later.hosts[*h as usize].as_str())
+            {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Adds the facts of the lines that follow (read separately, from a fresh [`LogFacts`]), as if
+    /// they had been read after this one's: counts add up, first-seen lists keep file order and
+    /// their caps, the last value of a setting wins. Call only when [`LogFacts::can_append`] holds.
+    pub(crate) fn append(&mut self, later: LogFacts) {
+        let map: Vec<u32> = later
+            .hosts
+            .iter()
+            .map(|h| match self.host_index.get(h) {
+                Some(&i) => i,
+                None => {
+                    let i = self.hosts.len() as u32;
+                    self.hosts.push(h.clone());
+                    self.host_index.insert(h.clone(), i);
+                    i
+                }
+            })
+            .collect();
+        if later.nccl_tests_version.is_some() {
+            self.nccl_tests_version = later.nccl_tests_version;
+        }
+        if self.nccl_version.is_none() {
+            self.nccl_version = later.nccl_version;
+        }
+        if later.ofi_version.is_some() {
+            self.ofi_version = later.ofi_version;
+        }
+        if later.cuda_driver_version.is_some() {
+            self.cuda_driver_version = later.cuda_driver_version;
+        }
+        if later.topo_file.is_some() {
+            self.topo_file = later.topo_file;
+        }
+        for (mine, theirs) in [
+            (&mut self.networks, later.networks),
+            (&mut self.net_plugin_failures, later.net_plugin_failures),
+            (&mut self.net_transports, later.net_transports),
+            (&mut self.warns, later.warns),
+            (&mut self.test_failures, later.test_failures),
+            (&mut self.torch_check_failures, later.torch_check_failures),
+            (&mut self.net_plugin_errors, later.net_plugin_errors),
+            (&mut self.job_errors, later.job_errors),
+        ] {
+            for x in &theirs {
+                push_distinct(mine, x);
+            }
+        }
+        for p in later.providers {
+            if !self.provider_set.contains(&p) {
+                self.provider_set.insert(p.clone());
+                self.providers.push(p);
+            }
+        }
+        for r in later.ranks {
+            self.note_rank(r);
+        }
+        for (h, id) in later.instance_ids {
+            if self.instance_hosts.insert(h.clone()) {
+                self.instance_ids.push((h, id));
+            }
+        }
+        for e in later.env {
+            if self.env_names.insert(e.name.clone()) {
+                self.env.push(e);
+            }
+        }
+        for i in later.socket_interfaces {
+            if self.socket_interfaces.len() < 2 * KEEP_LINES
+                && !self
+                    .socket_interfaces
+                    .iter()
+                    .any(|x| x.name == i.name && x.addr == i.addr && x.role == i.role)
+            {
+                self.socket_interfaces.push(i);
+            }
+        }
+        self.ib_no_device |= later.ib_no_device;
+        self.net_plugin_absent |= later.net_plugin_absent;
+        self.mnnvl |= later.mnnvl;
+        self.no_socket_interface |= later.no_socket_interface;
+        self.socket_nics = self.socket_nics.max(later.socket_nics);
+        self.ib_nics = self.ib_nics.max(later.ib_nics);
+        self.nranks = self.nranks.max(later.nranks);
+        self.nnodes = self.nnodes.max(later.nnodes);
+        self.net_connections += later.net_connections;
+        self.gdrdma_connections += later.gdrdma_connections;
+        self.p2p_connections += later.p2p_connections;
+        self.shm_connections += later.shm_connections;
+        self.warn_count += later.warn_count;
+        self.nccl_lines += later.nccl_lines;
+        self.untracked += later.untracked;
+        self.pids
+            .extend(later.pids.iter().map(|&(h, pid)| (map[h as usize], pid)));
+        if let Some(h) = later.last_host {
+            self.last_host = Some(map[h as usize]);
+        }
+        if !later.last_prefix.is_empty() {
+            self.last_prefix = later.last_prefix;
+        }
+        if let Some((h, pid)) = later.last_pid {
+            self.last_pid = Some((map[h as usize], pid));
+        }
+        if self.first_prefix.is_none() {
+            self.first_prefix = later
+                .first_prefix
+                .map(|(p, h)| (p, h.map(|h| map[h as usize])));
+        }
+    }
+
     /// Reads a `# …` comment line of the nccl-tests header (`# nccl-tests version`, `#  Rank`).
     pub fn scan_comment(&mut self, line: &str) {
         let body = line.trim_start_matches('#').trim_start();
@@ -406,16 +550,26 @@ impl LogFacts {
         }
         self.last_prefix.clear();
         self.last_prefix.push_str(prefix);
-        let Some((host, pid)) = prefix
-            .rsplit(|c: char| c.is_ascii_whitespace())
-            .take(6)
-            .find_map(host_pid)
-        else {
+        let first = self.first_prefix.is_none();
+        if first {
+            self.first_prefix = Some((prefix.to_string(), None));
+        }
+        let Some((host, pid)) = last_words(prefix, 6).find_map(host_pid) else {
             return;
         };
         let Some(h) = self.add_host(host) else {
             return;
         };
+        if first {
+            if let Some((_, fh)) = &mut self.first_prefix {
+                *fh = Some(h);
+            }
+        }
+        // Most lines come from the process of the line before (another thread, another tid).
+        if self.last_pid == Some((h, pid)) {
+            return;
+        }
+        self.last_pid = Some((h, pid));
         if self.pids.len() >= MAX_TRACKED {
             if !self.pids.contains(&(h, pid)) {
                 self.untracked += 1;
@@ -489,7 +643,10 @@ impl LogFacts {
             }
             Some(b'c') => {
                 if let Some(v) = msg.strip_prefix("cudaDriverVersion ") {
-                    self.cuda_driver_version = v.trim().parse().ok();
+                    // The last readable value wins (an unreadable one does not erase it).
+                    if let Ok(v) = v.trim().parse() {
+                        self.cuda_driver_version = Some(v);
+                    }
                 } else if msg.starts_with("comm 0x") {
                     if let Some(n) = word_after(msg, " nNodes ") {
                         self.nnodes = self.nnodes.max(Some(n));
@@ -520,7 +677,7 @@ impl LogFacts {
         if let Some(net) = via.strip_prefix("NET/") {
             self.net_connections += 1;
             let name = net.split('/').next().unwrap_or("");
-            if net.contains("/GDRDMA") {
+            if memchr::memmem::find(net.as_bytes(), b"/GDRDMA").is_some() {
                 self.gdrdma_connections += 1;
             }
             if !name.is_empty() {
@@ -536,7 +693,9 @@ impl LogFacts {
     /// An aws-ofi-nccl `NET/OFI …` message.
     fn ofi(&mut self, rest: &str) {
         if let Some(v) = rest.strip_prefix("Initializing aws-ofi-nccl ") {
-            self.ofi_version = v.split_ascii_whitespace().next().map(str::to_string);
+            if let Some(v) = v.split_ascii_whitespace().next() {
+                self.ofi_version = Some(v.to_string());
+            }
             return;
         }
         if let Some(f) = rest.find("NCCL_TOPO_FILE environment variable to ") {
@@ -671,17 +830,31 @@ pub fn plugin_load_error(msg: &str) -> Option<PluginLoad<'_>> {
 /// The `host:pid:tid` word of an NCCL prefix (`vm:1418:1437`, `INFO:root:vm:1:2`); `None` for
 /// anything else, including clock times (`00:12:00]`, `12:00:01`).
 fn host_pid(tok: &str) -> Option<(&str, u32)> {
-    let (rest, tid) = tok.rsplit_once(':')?;
-    if tid.is_empty() || !tid.bytes().all(|b| b.is_ascii_digit()) {
+    // Byte by byte: this runs on every NCCL line whose prefix differs from the line before.
+    let b = tok.as_bytes();
+    let digits_before = |end: usize| {
+        b[..end]
+            .iter()
+            .rev()
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    let c2 = b.iter().rposition(|&c| c == b':')?;
+    let tid = &b[c2 + 1..];
+    if tid.is_empty() || !tid.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let (rest, pid) = rest.rsplit_once(':')?;
-    if pid.is_empty() || pid.len() > 10 || !pid.bytes().all(|b| b.is_ascii_digit()) {
+    let c1 = b[..c2].iter().rposition(|&c| c == b':')?;
+    let pid = &b[c1 + 1..c2];
+    if pid.is_empty() || pid.len() > 10 || digits_before(c2) != pid.len() {
         return None;
     }
-    let pid: u32 = pid.parse().ok()?;
-    let host = rest.rsplit_once(':').map_or(rest, |(_, h)| h);
-    let host = host.trim_start_matches(['[', '(', '<']);
+    let pid: u32 = tok[c1 + 1..c2].parse().ok()?;
+    let start = b[..c1]
+        .iter()
+        .rposition(|&c| c == b':')
+        .map_or(0, |c0| c0 + 1);
+    let host = tok[start..c1].trim_start_matches(['[', '(', '<']);
     if host.is_empty()
         || host.bytes().all(|b| b.is_ascii_digit())
         || !host
@@ -691,6 +864,27 @@ fn host_pid(tok: &str) -> Option<(&str, u32)> {
         return None;
     }
     Some((host, pid))
+}
+
+/// The last `n` pieces of `s` split at ASCII whitespace, from the right (empty pieces between
+/// two spaces count, as with `str::rsplit`); byte by byte, as this runs on most NCCL lines.
+fn last_words(s: &str, n: usize) -> impl Iterator<Item = &str> {
+    let b = s.as_bytes();
+    let mut end = Some(b.len());
+    std::iter::from_fn(move || {
+        let e = end?;
+        match b[..e].iter().rposition(|c| c.is_ascii_whitespace()) {
+            Some(i) => {
+                end = Some(i);
+                Some(&s[i + 1..e])
+            }
+            None => {
+                end = None;
+                Some(&s[..e])
+            }
+        }
+    })
+    .take(n)
 }
 
 /// Finds `needle` in `hay` with a searcher built once per process (building one per line, as
@@ -707,11 +901,11 @@ pub(crate) fn find(
 /// Finds `NCCL ` at the start of the line or after a space (the marker between an NCCL line's
 /// prefix, possibly empty, and its level); returns the index of the `N`.
 fn find_nccl_marker(line: &str) -> Option<usize> {
-    static F: OnceLock<Finder<'static>> = OnceLock::new();
-    if line.starts_with("NCCL ") {
-        return Some(0);
-    }
-    find(&F, " NCCL ", line).map(|i| i + 1)
+    // A single-byte SIMD search for `N` beats a substring search on lines this short; the prefix
+    // before `NCCL` rarely holds another `N`.
+    let b = line.as_bytes();
+    memchr::memchr_iter(b'N', b)
+        .find(|&i| (i == 0 || b[i - 1] == b' ') && b[i..].starts_with(b"NCCL "))
 }
 
 /// `[0]eth0:192.0.2.2<0>` or `[0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB …`: the `[digits]` entries before
@@ -731,7 +925,7 @@ fn count_devices(s: &str) -> u32 {
 }
 
 fn word_after(s: &str, key: &str) -> Option<u32> {
-    let i = s.find(key)?;
+    let i = memchr::memmem::find(s.as_bytes(), key.as_bytes())?;
     s[i + key.len()..]
         .split(|c: char| !c.is_ascii_digit())
         .next()?
@@ -878,6 +1072,24 @@ mod tests {
         assert_eq!(f.warn_count, 1);
         assert_eq!(f.warns, vec!["Failed to initialize any NET plugin"]);
         assert_eq!(f.hosts, vec!["vm"]);
+    }
+
+    #[test]
+    fn last_words_split_as_rsplit_does() {
+        for s in [
+            "",
+            " ",
+            "a",
+            "a b",
+            "a  b\tc ",
+            "[2026-11-30 00:12:00] vm:1:2 [1] net.cc:379",
+        ] {
+            let want: Vec<&str> = s
+                .rsplit(|c: char| c.is_ascii_whitespace())
+                .take(6)
+                .collect();
+            assert_eq!(last_words(s, 6).collect::<Vec<_>>(), want, "{s:?}");
+        }
     }
 
     #[test]

@@ -22,8 +22,8 @@ use std::path::Path;
 pub use crate::parsed::{ParseError, Parsed, MAX_JSON, MAX_LINE};
 use crate::table::{self, Columns, Footer, Layout, Table};
 
-/// Chunk size for streaming reads, in bytes.
-const CHUNK: usize = 1 << 20;
+/// Chunk size for streaming reads, in bytes (small enough to stay in a core's L2 cache).
+pub(crate) const CHUNK: usize = 128 << 10;
 
 /// Parses a whole file held in memory (text table/log or `-J` JSON).
 pub fn parse_bytes(data: &[u8]) -> Result<Parsed, ParseError> {
@@ -65,24 +65,63 @@ pub fn parse_reader<R: Read>(mut r: R) -> Result<Parsed, ParseError> {
 
 /// Parses a file by path; `-` reads standard input.
 ///
-/// The file is opened by the CLI's one input reader ([`launchguard_core::host::files::open_input`]):
-/// anything but a regular file is refused ([`ParseError::NotRegular`]) before a byte is read (opened
-/// with `O_NONBLOCK`, so a FIFO without a writer cannot hang the open, and its type is taken from
-/// the open descriptor). Text is scanned in chunks; JSON larger than [`MAX_JSON`] is refused.
+/// The file is opened by the CLI's one input reader ([`launchguard_core::host::files`]): anything
+/// but a regular file is refused ([`ParseError::NotRegular`]) before a byte is read (opened with
+/// `O_NONBLOCK`, so a FIFO without a writer cannot hang the open, and its type is taken from the
+/// open descriptor). Text is scanned in chunks; JSON is streamed and refused past [`MAX_JSON`].
+///
+/// A regular text file of [`crate::parallel::MIN_PARALLEL`] bytes or more is scanned on all of
+/// rayon's threads ([`crate::parallel`]), with the same result.
 pub fn parse_path(path: &Path) -> Result<Parsed, ParseError> {
-    match launchguard_core::host::files::open_input(path) {
-        Ok(r) => parse_reader(r),
+    parse_path_in(path, None)
+}
+
+/// [`parse_path`], but a regular text file of any size is scanned in pieces of `piece` bytes on
+/// rayon's threads ([`crate::parallel::scan_file`]); for tests of the parallel scan.
+pub fn parse_path_in_pieces(path: &Path, piece: u64) -> Result<Parsed, ParseError> {
+    parse_path_in(path, Some(piece))
+}
+
+fn parse_path_in(path: &Path, piece: Option<u64>) -> Result<Parsed, ParseError> {
+    use std::os::unix::fs::FileExt;
+    if path.as_os_str() == "-" {
+        return parse_reader(std::io::stdin().lock());
+    }
+    let f = match launchguard_core::host::files::open_regular(path, true) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
             let kind = e.to_string();
             let kind = kind.trim_end_matches(", not a regular file");
-            if kind.starts_with("a directory") {
+            return if kind.starts_with("a directory") {
                 Err(ParseError::Io("it is a directory".into()))
             } else {
                 Err(ParseError::NotRegular(kind.into()))
-            }
+            };
         }
-        Err(e) => Err(ParseError::Io(e.to_string())),
+        Err(e) => return Err(ParseError::Io(e.to_string())),
+    };
+    let len = f
+        .metadata()
+        .map_err(|e| ParseError::Io(e.to_string()))?
+        .len();
+    let piece = piece.or_else(|| {
+        (len >= crate::parallel::MIN_PARALLEL && rayon::current_num_threads() > 1)
+            .then_some(crate::parallel::PIECE)
+    });
+    if let Some(piece) = piece {
+        // JSON is told from the first chunk, as parse_reader tells it.
+        let mut head = vec![0u8; CHUNK];
+        let n = loop {
+            match f.read_at(&mut head, 0) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.map_err(|e| ParseError::Io(e.to_string()))?,
+            }
+        };
+        if !looks_like_json(&head[..n]) {
+            return crate::parallel::scan_file(&f, len, piece);
+        }
     }
+    parse_reader(f)
 }
 
 /// Index of the first `\n` (SIMD search: this is the scan's innermost loop).
@@ -102,6 +141,15 @@ fn looks_like_json(data: &[u8]) -> bool {
 /// `[1,0]<stdout>:`, and a pdsh-style `host: ` in front of an nccl-tests header, footer or row.
 /// NCCL lines need none of this: their prefix is found wherever it is ([`crate::log`]).
 pub fn strip_launcher_prefix(line: &str) -> &str {
+    // Fast path, most lines: a line that starts with a letter can only carry a pdsh `host: `, whose
+    // first word ends with `:`.
+    let b = line.as_bytes();
+    if b.first().is_some_and(u8::is_ascii_alphabetic) {
+        match memchr::memchr(b' ', b) {
+            Some(i) if i > 1 && b[i - 1] == b':' => {}
+            _ => return line,
+        }
+    }
     let mut cur = line;
     for _ in 0..3 {
         let next = strip_one_prefix(cur);
@@ -178,6 +226,8 @@ pub struct Scanner {
     carry: Vec<u8>,
     /// The current line passed [`MAX_LINE`]: drop bytes until its newline.
     skipping: bool,
+    /// A footer line was read (it closes the last table, wherever that began).
+    footers: bool,
 }
 
 impl Scanner {
@@ -214,15 +264,41 @@ impl Scanner {
                 }
             }
         }
-        while let Some(i) = memchr_nl(rest) {
-            if i > MAX_LINE {
-                self.long_line();
-            } else {
-                self.line(&rest[..i]);
+        let end = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        self.whole_lines(&rest[..end]);
+        self.keep(&rest[end..]);
+    }
+
+    /// Reads `block`, a run of whole lines each ending in `\n`. The NUL and UTF-8 checks are made
+    /// once for the block (a SIMD pass each); only a block that fails them is checked line by line.
+    fn whole_lines(&mut self, block: &[u8]) {
+        let text = match memchr::memchr(0, block) {
+            None => std::str::from_utf8(block).ok(),
+            Some(_) => None,
+        };
+        let mut start = 0;
+        match text {
+            Some(text) => {
+                for i in memchr::memchr_iter(b'\n', block) {
+                    if i - start > MAX_LINE {
+                        self.long_line();
+                    } else {
+                        self.text_line(&text[start..i]);
+                    }
+                    start = i + 1;
+                }
             }
-            rest = &rest[i + 1..];
+            None => {
+                for i in memchr::memchr_iter(b'\n', block) {
+                    if i - start > MAX_LINE {
+                        self.long_line();
+                    } else {
+                        self.line(&block[start..i]);
+                    }
+                    start = i + 1;
+                }
+            }
         }
-        self.keep(rest);
     }
 
     /// Keeps the start of a line that continues in the next chunk, up to [`MAX_LINE`].
@@ -243,14 +319,56 @@ impl Scanner {
         self.parsed.long_lines += 1;
     }
 
-    /// Ends the file: reads a last line without newline and says whether anything was found.
-    pub fn finish(mut self) -> Result<Parsed, ParseError> {
+    /// Reads a last line without newline.
+    fn end_line(&mut self) {
         if self.skipping {
+            self.skipping = false;
             self.long_line();
         } else if !self.carry.is_empty() {
             let line = std::mem::take(&mut self.carry);
             self.line(&line);
         }
+    }
+
+    /// Whether `later`, a scanner that read the lines right after this one's from a fresh start,
+    /// can be appended ([`Scanner::append`]) with the result reading them here would give: this
+    /// one is between tables and lines (no table open, no PyTorch table, no partial line), `later`
+    /// met no table header, footer or PyTorch header, and its facts can be appended
+    /// ([`LogFacts::can_append`](crate::log::LogFacts)).
+    pub(crate) fn can_append(&self, later: &Scanner) -> bool {
+        !self.open
+            && !self.torch
+            && self.carry.is_empty()
+            && !self.skipping
+            && later.carry.is_empty()
+            && !later.skipping
+            && !later.open
+            && !later.torch
+            && !later.footers
+            && later.pending_collective.is_none()
+            && later.parsed.tables.is_empty()
+            && later.parsed.stray_out_of_bounds.is_none()
+            && self.parsed.facts.can_append(&later.parsed.facts)
+    }
+
+    /// Appends what `later` read (see [`Scanner::can_append`]).
+    pub(crate) fn append(&mut self, later: Scanner) {
+        let p = later.parsed;
+        self.parsed.lines += p.lines;
+        self.parsed.bytes += p.bytes;
+        self.parsed.binary_lines += p.binary_lines;
+        self.parsed.long_lines += p.long_lines;
+        self.parsed.facts.append(p.facts);
+    }
+
+    /// Reads the last line of a piece that ends without newline (the file's end).
+    pub(crate) fn end_piece(&mut self) {
+        self.end_line();
+    }
+
+    /// Ends the file: reads a last line without newline and says whether anything was found.
+    pub fn finish(mut self) -> Result<Parsed, ParseError> {
+        self.end_line();
         let p = self.parsed;
         if p.bytes == 0 {
             return Err(ParseError::Empty);
@@ -268,16 +386,23 @@ impl Scanner {
     }
 
     fn line(&mut self, raw: &[u8]) {
-        self.parsed.lines += 1;
-        let line_no = self.parsed.lines;
         if memchr::memchr(0, raw).is_some() {
+            self.parsed.lines += 1;
             self.parsed.binary_lines += 1;
             return;
         }
         let Ok(line) = std::str::from_utf8(raw) else {
+            self.parsed.lines += 1;
             self.parsed.binary_lines += 1;
             return;
         };
+        self.text_line(line);
+    }
+
+    /// One line known to be text without NUL.
+    fn text_line(&mut self, line: &str) {
+        self.parsed.lines += 1;
+        let line_no = self.parsed.lines;
         let line = line.strip_suffix('\r').unwrap_or(line);
         let line = strip_launcher_prefix(line);
         if line.starts_with('#') {
@@ -353,6 +478,7 @@ impl Scanner {
     /// `Out of bounds values : N OK|FAILED` or `Avg bus bandwidth : X` (with or without `#`): the
     /// last table's footer; an out-of-bounds count with no table is kept on its own.
     fn footer(&mut self, text: &str) {
+        self.footers = true;
         match self.parsed.tables.last_mut() {
             Some(t) => {
                 let footer = t.footer.get_or_insert_with(Footer::default);

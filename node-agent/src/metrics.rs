@@ -49,10 +49,13 @@ pub fn render(rep: Option<&NodeReport>, counters: &Counters) -> String {
         let _ = writeln!(o, "# TYPE launchguard_check_run_timestamp_seconds gauge");
         let _ = writeln!(o, "launchguard_check_run_timestamp_seconds {}", r.timestamp);
     }
-    let _ = writeln!(o, "# HELP launchguard_reports_total Launch reports received from spank_launchguard.so, by action.");
+    let _ = writeln!(o, "# HELP launchguard_reports_total Launch reports received from spank_launchguard.so, by source (slurmstepd: its verdict on a step; user_claim: what a user's srun sent, unverified) and action.");
     let _ = writeln!(o, "# TYPE launchguard_reports_total counter");
-    for (action, n) in counters.accepted() {
-        let _ = writeln!(o, "launchguard_reports_total{{action=\"{action}\"}} {n}");
+    for (source, action, n) in counters.accepted() {
+        let _ = writeln!(
+            o,
+            "launchguard_reports_total{{source=\"{source}\",action=\"{action}\"}} {n}"
+        );
     }
     let _ = writeln!(o, "# HELP launchguard_reports_dropped_total Launch reports or connections refused, by reason.");
     let _ = writeln!(o, "# TYPE launchguard_reports_dropped_total counter");

@@ -179,7 +179,8 @@ fn imex(ctx: &Ctx) -> FamilyResult {
     }
 }
 
-/// Slurm's version from the installed `slurmd`, read once per binary (cached by its mtime).
+/// Slurm's version from the installed `slurmd -V`, asked once per binary: cached in this process by
+/// its mtime, and between runs in [`gather::disk_cache`] under the binary's stat.
 fn slurm_version() -> String {
     use std::os::unix::fs::MetadataExt;
     static CACHE: Mutex<Option<(i64, String)>> = Mutex::new(None);
@@ -196,6 +197,14 @@ fn slurm_version() -> String {
             return v.clone();
         }
     }
+    let key = gather::disk_cache::stat_key(std::path::Path::new(bin));
+    if let Some(v) = key
+        .as_deref()
+        .and_then(|k| gather::disk_cache::get("slurmd-version", k, None))
+    {
+        *c = Some((mtime, v.clone()));
+        return v;
+    }
     let mut cmd = std::process::Command::new(bin);
     cmd.arg("-V");
     let v = match gather::util::run(cmd, None, Duration::from_secs(3)) {
@@ -206,6 +215,9 @@ fn slurm_version() -> String {
             .to_string(),
         Err(e) => format!("unknown: {e}"),
     };
+    if let (Some(k), false) = (key, v.starts_with("unknown")) {
+        gather::disk_cache::put("slurmd-version", &k, &v);
+    }
     *c = Some((mtime, v.clone()));
     v
 }

@@ -208,6 +208,40 @@ fn munged_refuses_insecure_directories_and_the_check_says_so_first() {
     cmd(&["chmod", "0755", dir]);
 }
 
+#[test]
+fn the_socket_client_speaks_munge_and_unmunge_wire_protocol_with_a_real_munged() {
+    // launchguard's round trip talks to munged's socket itself (no `munge`/`unmunge` processes):
+    // its credential must decode with the real `unmunge`, the real `munge`'s with it, and a
+    // credential of another key must fail as `unmunge` fails.
+    use launchguard::gather::munge_socket::{decode, encode};
+    let t = std::time::Duration::from_secs(5);
+    let a = Munged::start("munge-wire-a");
+    let b = Munged::start("munge-wire-b");
+    let ours = encode(&a.socket, t).unwrap();
+    assert!(
+        ours.starts_with(b"MUNGE:") && ours.ends_with(b":"),
+        "{ours:?}"
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "echo '{}' | unmunge -S {}",
+            String::from_utf8_lossy(&ours),
+            a.socket.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let theirs = cmd(&["munge", "-n", "-S", a.socket.to_str().unwrap()]);
+    assert_eq!(theirs.code, 0);
+    decode(&a.socket, theirs.stdout.trim().as_bytes(), t).unwrap();
+    let e = decode(&b.socket, theirs.stdout.trim().as_bytes(), t).unwrap_err();
+    assert!(e.contains("munge error 14"), "{e}");
+    // A replayed credential is refused, as unmunge refuses it.
+    let e = decode(&a.socket, theirs.stdout.trim().as_bytes(), t).unwrap_err();
+    assert!(e.contains("munge error 17"), "{e}");
+}
+
 /// Runs `launchguard check` in a private mount + UTS namespace with its own /etc/hosts and hostname.
 fn check_in_ns(dir: &Path, hosts: &str, hostname: &str, only: &str) -> serde_json::Value {
     let hp = dir.join("hosts");

@@ -105,9 +105,7 @@ pub fn user_init(sp: &Spank) -> bool {
                 .filter(|f| !already(f))
                 .map(|f| f.to_string())
                 .collect();
-            for l in &lines {
-                ffi::log_user(l);
-            }
+            crate::user_lines::show(lines, IN_SLURMD_LOG);
             if st.cpus.reject {
                 ffi::log_user(STOPPED);
             }
@@ -256,6 +254,10 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     })
 }
 
+/// Where every finding of a step is, when the terminal shows only the first
+/// [`crate::user_lines::MAX_LINES`].
+const IN_SLURMD_LOG: &str = "; slurmd's log on this node has every one";
+
 /// Prints a verdict's findings from one task only and logs them; returns whether the task may go on.
 /// The findings shown are added to `seen` for the agent report.
 fn speak(
@@ -278,8 +280,8 @@ fn speak(
     if me == Some(0) {
         for f in &v.shown {
             ffi::log_info(&format!("{f} ({})", st.label));
-            ffi::log_user(&f.to_string());
         }
+        crate::user_lines::show(v.shown.iter().map(|f| f.to_string()), IN_SLURMD_LOG);
         if v.reject {
             ffi::log_user(STOPPED);
         }

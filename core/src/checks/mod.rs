@@ -13,6 +13,7 @@ pub mod devices;
 pub mod enroot;
 pub mod env;
 pub mod export;
+pub mod gpu_options;
 pub mod gpus;
 pub mod imex;
 pub mod marker;

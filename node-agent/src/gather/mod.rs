@@ -7,6 +7,7 @@
 //! ([`launchguard_core::host::Roots`]), so a test points them all at a fixture tree at once.
 
 pub mod devices;
+pub mod disk_cache;
 pub mod enroot;
 pub mod gpu;
 pub mod hostname;
@@ -14,6 +15,7 @@ pub mod imex;
 pub mod memlock;
 pub mod munge;
 pub mod munge_paths;
+pub mod munge_socket;
 pub mod nccl_env;
 pub mod nofollow;
 mod nvml_fabric;

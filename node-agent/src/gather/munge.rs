@@ -1,6 +1,7 @@
 //! Facts for `node.munge.*`: stat of the key, the munge user, munged's pid file and start time, a
-//! `munge -n | unmunge` round trip against the configured socket, the key's digest, stray copies.
+//! `munge -n | unmunge` round trip against the configured socket (spoken on the socket), the key's digest, stray copies.
 
+use super::munge_socket;
 use super::nofollow::{self, Link};
 use super::util;
 use super::Ctx;
@@ -13,7 +14,6 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Most directory entries visited per shared path (a huge /fsx must not stall the check).
@@ -132,23 +132,12 @@ fn start_time(roots: &Roots, stat: &str) -> Option<i64> {
     Some(btime + ticks / hz)
 }
 
-/// `munge -n -S SOCKET | unmunge -S SOCKET`, each with a deadline.
+/// The round trip `munge -n -S SOCKET | unmunge -S SOCKET` does, spoken directly on munged's socket
+/// ([`super::munge_socket`]: no process starts), each step with a 3 s deadline.
 fn roundtrip(socket: &Path) -> Result<(), String> {
     let deadline = Duration::from_secs(3);
-    let mut enc = Command::new("munge");
-    enc.arg("-n").arg("-S").arg(socket);
-    let cred = util::run(enc, None, deadline)?;
-    if !cred.ok {
-        return Err(format!("munge: {}", cred.stderr.trim()));
-    }
-    let mut dec = Command::new("unmunge");
-    dec.arg("-S").arg(socket);
-    let out = util::run(dec, Some(&cred.stdout), deadline)?;
-    if out.ok {
-        Ok(())
-    } else {
-        Err(format!("unmunge: {}", out.stderr.trim()))
-    }
+    let cred = munge_socket::encode(socket, deadline).map_err(|e| format!("munge: {e}"))?;
+    munge_socket::decode(socket, &cred, deadline).map_err(|e| format!("unmunge: {e}"))
 }
 
 /// Files under `root` (at most `depth` levels, [`MAX_ENTRIES`] entries) whose bytes equal the key.

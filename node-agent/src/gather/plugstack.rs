@@ -2,6 +2,7 @@
 //! includes, the state of each plugin's .so (exists, an ELF shared object), plugins listed in other
 //! plugstack files that Slurm does not read, and where Pyxis's runtime_path lives.
 
+use super::disk_cache;
 use super::util;
 use super::Ctx;
 use launchguard_core::node::plugstack::{
@@ -51,7 +52,8 @@ pub fn show_config_value(text: &str, key: &str) -> Option<String> {
 }
 
 /// The running Slurm's PlugStackConfig (`scontrol show config`, 3 s deadline, cached for
-/// [`SCONTROL_TTL`]); `None` when the controller cannot be asked.
+/// [`SCONTROL_TTL`] in this process and, through [`disk_cache`], between runs while slurm.conf's
+/// stat is unchanged); `None` when the controller cannot be asked.
 fn scontrol_plugstack(ctx: &Ctx, slurm_conf: &Path) -> Option<String> {
     let mut cache = ctx
         .scontrol_plugstack
@@ -62,12 +64,28 @@ fn scontrol_plugstack(ctx: &Ctx, slurm_conf: &Path) -> Option<String> {
             return v.clone();
         }
     }
+    // Between runs: the same TTL, and only while slurm.conf is the same file, unchanged.
+    let key = disk_cache::stat_key(slurm_conf);
+    if let Some(v) = key
+        .as_deref()
+        .and_then(|k| disk_cache::get("scontrol-plugstack", k, Some(SCONTROL_TTL)))
+    {
+        let v = (!v.is_empty()).then_some(v);
+        *cache = Some((Instant::now(), v.clone()));
+        return v;
+    }
     let mut c = Command::new("scontrol");
     c.args(["show", "config"]).env("SLURM_CONF", slurm_conf);
-    let v = util::run(c, None, Duration::from_secs(3))
+    let out = util::run(c, None, Duration::from_secs(3))
         .ok()
-        .filter(|o| o.ok)
+        .filter(|o| o.ok);
+    let v = out
+        .as_ref()
         .and_then(|o| show_config_value(&String::from_utf8_lossy(&o.stdout), "PlugStackConfig"));
+    // Only an answer is kept (a controller that did not answer is asked again next run).
+    if let (Some(k), Some(_)) = (key, &out) {
+        disk_cache::put("scontrol-plugstack", &k, v.as_deref().unwrap_or(""));
+    }
     *cache = Some((Instant::now(), v.clone()));
     v
 }

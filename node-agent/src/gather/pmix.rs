@@ -1,7 +1,8 @@
 //! Facts for `node.pmix.*`: the MPI plugins in PluginDir (what `srun --mpi=list` offers) and, for each
 //! `mpi_pmix*.so`, whether the `libpmix.so` it loads at run time exists. Slurm's pmix plugin first
 //! tries `<PMIx dir it was built with>/lib/libpmix.so`, then `libpmix.so` on the loader's path; the
-//! built-in directory is read from the plugin's strings once per plugin file (cached by mtime).
+//! built-in directory is read from the plugin's strings once per plugin file (cached by mtime in
+//! the agent, and between runs by its stat in [`super::disk_cache`]).
 
 use super::Ctx;
 use launchguard_core::node::pmix::{PmixFacts, PmixPlugin};
@@ -82,6 +83,34 @@ fn embedded_dirs(so: &Path) -> Vec<String> {
     out
 }
 
+/// [`embedded_dirs`], kept between runs in [`super::disk_cache`] under the plugin's stat (a rebuilt
+/// or replaced plugin has another inode, size or mtime, and is scanned again).
+fn embedded_dirs_cached(so: &Path) -> Vec<String> {
+    let Some(key) = super::disk_cache::stat_key(so) else {
+        return embedded_dirs(so);
+    };
+    let name = format!(
+        "pmix-dirs-{}",
+        so.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .replace(
+                |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '_',
+                "-"
+            )
+    );
+    if let Some(v) = super::disk_cache::get(&name, &key, None) {
+        return v
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect();
+    }
+    let d = embedded_dirs(so);
+    super::disk_cache::put(&name, &key, &d.join("\n"));
+    d
+}
+
 /// Paths ld.so.cache maps `name` to that exist (the cache stores the full path of every entry as a
 /// NUL-terminated string; an entry whose file is gone does not load).
 fn in_ld_cache(roots: &launchguard_core::host::Roots, name: &str) -> Option<String> {
@@ -157,7 +186,7 @@ fn find_lib(ctx: &Ctx, so: &Path) -> Result<String, Vec<String>> {
         match cache.iter().find(|(p, t, s, _)| p == so && (*t, *s) == key) {
             Some((_, _, _, d)) => d.clone(),
             None => {
-                let d = embedded_dirs(so);
+                let d = embedded_dirs_cached(so);
                 cache.retain(|(p, ..)| p != so);
                 cache.push((so.to_path_buf(), key.0, key.1, d.clone()));
                 d
