@@ -250,16 +250,19 @@ launchguard check --json --config "$STATE_RUN/launchguard.toml" >"$WORK/check-ro
 scripts/lib/unit-sandbox.sh "$UNIT" launchguard check --json --config "$STATE_RUN/launchguard.toml" \
   >"$WORK/check-sandbox-state.json" 2>>"$WORK/check-sandbox.err" || true
 sed 's/^/    | /' "$WORK/check-sandbox.err"
-compare() { # compare ROOT.json SANDBOX.json [ID EXPECTED-STATUS]: verdicts and facts equal (and ID's status)
+compare() { # compare ROOT.json SANDBOX.json [ID EXPECTED-STATUS]…: verdicts and facts equal; each ID
+  # named has root's EXPECTED-STATUS and the same message both ways (where /tmp is on the root
+  # filesystem, a private /tmp gave node.enroot.storage the same WARNING for another reason)
   python3 -c '
 import json, sys
+want = dict(zip(sys.argv[3::2], sys.argv[4::2]))
 def load(p):
     r = json.load(open(p))
     # the verdicts and the facts (slurm_version comes from running slurmd -V)
-    return {**{c["id"]: c["status"] for c in r["checks"]}, **r.get("facts", {})}
+    return {**{c["id"]: c["status"] for c in r["checks"]}, **r.get("facts", {}),
+            **{"message of " + c["id"]: c["message"] for c in r["checks"] if c["id"] in want}}
 a, b = load(sys.argv[1]), load(sys.argv[2])
 diff = {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}
-want = dict(zip(sys.argv[3::2], sys.argv[4::2]))
 miss = {k: (a.get(k), v) for k, v in want.items() if a.get(k) != v}
 print("    | %d checks and facts, differences: %s%s" % (len(a), diff or "none", "; root did not say %s" % miss if miss else ""))
 sys.exit(1 if diff or miss or not a else 0)

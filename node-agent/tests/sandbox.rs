@@ -273,6 +273,11 @@ fn munge_under_tmp_is_judged_as_root_judges_it() {
     let rep = both_ways(&cfg, &["node.munge"]);
     assert_eq!(status_of(&rep, "node.munge.daemon"), "ok", "{rep}");
     assert_eq!(status_of(&rep, "node.munge.roundtrip"), "ok", "{rep}");
+    // A unit with a private /tmp: not 'munged is not running' (CRITICAL, a drain), UNKNOWN.
+    let rep = check_in(&hardened_unit(&s.run), &cfg, &["node.munge"]);
+    for c in rep["checks"].as_array().unwrap() {
+        assert_eq!(c["status"], "unknown", "{c}");
+    }
     m.stop();
 }
 
@@ -316,6 +321,15 @@ fn slurm_conf_and_plugstack_under_tmp_are_judged_as_root_judges_them() {
     );
     assert!(message_of(&rep, "node.plugstack.required_so").contains("spank_gone.so"));
     assert!(!message_of(&rep, "node.plugstack.required_so").contains("spank_launchguard.so"));
+    // A unit with a private /tmp: the stack and slurm.conf are not judged, never OK.
+    let rep = check_in(
+        &hardened_unit(&s.run),
+        &cfg,
+        &["node.slurm_conf", "node.plugstack"],
+    );
+    for c in rep["checks"].as_array().unwrap() {
+        assert_eq!(c["status"], "unknown", "{c}");
+    }
 }
 
 /// `node.nccl_env.*`: a node-wide environment file 0600 of uid 1002 in its 0700 directory under
@@ -341,6 +355,13 @@ fn nccl_env_files_under_var_tmp_are_judged_as_root_judges_them() {
     assert!(
         bad.iter()
             .any(|c| c["message"].as_str().unwrap_or("").contains("lgnosuch0")),
+        "{rep}"
+    );
+    // A unit with a private /var/tmp: the file is not looked at, so not OK.
+    let rep = check_in(&hardened_unit(&s.run), &cfg, &["node.nccl_env"]);
+    assert_eq!(status_of(&rep, "node.nccl_env.files"), "unknown", "{rep}");
+    assert!(
+        message_of(&rep, "node.nccl_env.files").contains("/var/tmp/lg-sandbox-tests"),
         "{rep}"
     );
 }
