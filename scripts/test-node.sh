@@ -12,7 +12,7 @@
 #      settings (logged, both take effect); stop removes the socket; restart while sruns run
 #   3. sandbox: the agent's verdicts and facts (under the unit's seccomp filter, capability bound,
 #      ProtectSystem=strict) equal a plain root `launchguard check`'s, no EPERM/SIGSYS;
-#      `systemd-analyze security` exposure <= 2.9
+#      `systemd-analyze security` exposure <= 3.5
 #   4. journald + HealthCheckProgram: munge key 0644 (CRITICAL) and a bad NCCL variable (WARNING):
 #      journal entries with MESSAGE_ID, PRIORITY 2/4 and LAUNCHGUARD_* fields; the node drained with
 #      `launchguard: …` within one HealthCheckInterval, resumed after the fix; a node drained by
@@ -295,8 +295,10 @@ N systemd-analyze security launchguard-agent.service >"$WORK/security.out" 2>&1 
 exposure_line=$(grep 'Overall exposure level' "$WORK/security.out" || true)
 say "$exposure_line"
 exposure=$(sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) .*/\1/p' "$WORK/security.out")
-check "systemd-analyze security (online, systemd as PID 1): exposure ${exposure:-?} <= 2.9" \
-  awk -v e="${exposure:-99}" 'BEGIN { exit !(e <= 2.9) }'
+# 3.5 since issue 28 (2.9 before): the node's /tmp and /var/tmp, read-only homes, the kernel log
+# (CAP_SYSLOG) and the live hostname, each needed by a check (systemd/README.md).
+check "systemd-analyze security (online, systemd as PID 1): exposure ${exposure:-?} <= 3.5" \
+  awk -v e="${exposure:-99}" 'BEGIN { exit !(e <= 3.5) }'
 
 stage "4. journald and HealthCheckProgram"
 show_node() { N scontrol show node lgnode | grep -E 'State=|Reason=' | sed 's/^ *//' | tr '\n' ' '; }
