@@ -386,8 +386,12 @@ fn check_enroot_storage(f: &EnrootFacts) -> Outcome {
         .filter_map(|p| f.hidden.iter().find(|(h, _)| *h == p))
         .map(|(_, why)| why.as_str())
         .collect();
-    if !hidden.is_empty() {
-        return Outcome::unknown("node.enroot.storage", hidden.join("; "));
+    if let Some(first) = hidden.first() {
+        let more = match hidden.len() - 1 {
+            0 => String::new(),
+            n => format!(" (and {n} more path(s))"),
+        };
+        return Outcome::unknown("node.enroot.storage", format!("{first}{more}"));
     }
     let mut problems: Vec<(Status, String)> = f.storage.iter().flat_map(storage_problems).collect();
     problems.sort_by_key(|(st, _)| if *st == Status::Critical { 0 } else { 1 });
