@@ -101,6 +101,10 @@ impl State {
         for d in [&self.run, &self.tmp, &self.var_tmp] {
             let _ = std::fs::remove_dir_all(d.parent().filter(|_| d != &self.run).unwrap_or(d));
         }
+        // The shared parents, once no test holds anything in them.
+        for d in ["/run", "/tmp", "/var/tmp"] {
+            let _ = std::fs::remove_dir(Path::new(d).join("lg-sandbox-tests"));
+        }
     }
 }
 
@@ -187,7 +191,18 @@ fn hardened_unit(dir: &Path) -> String {
 #[test]
 fn enroot_paths_under_tmp_and_home_are_judged_as_root_judges_them() {
     let s = State::new("enroot");
-    let home = PathBuf::from(format!("/home/lg-sandbox-tests-{}", std::process::id()));
+    /// Removed on drop, also when an assertion fails.
+    struct Home(PathBuf);
+    impl Drop for Home {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let guard = Home(PathBuf::from(format!(
+        "/home/lg-sandbox-tests-{}",
+        std::process::id()
+    )));
+    let home = guard.0.clone();
     let _ = std::fs::remove_dir_all(&home);
     std::fs::create_dir_all(home.join("data")).unwrap();
     cmd(&["chown", OTHER_UID, home.join("data").to_str().unwrap()]);
@@ -260,7 +275,6 @@ fn enroot_paths_under_tmp_and_home_are_judged_as_root_judges_them() {
             assert_eq!(status_of(&rep, "node.enroot.run_dir"), "unknown", "{rep}");
         }
     }
-    let _ = std::fs::remove_dir_all(&home);
 }
 
 /// `node.munge.*`: a munged whose key (munge 0400) is in a 0700 directory of munge and whose socket
