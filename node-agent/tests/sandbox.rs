@@ -101,10 +101,6 @@ impl State {
         for d in [&self.run, &self.tmp, &self.var_tmp] {
             let _ = std::fs::remove_dir_all(d.parent().filter(|_| d != &self.run).unwrap_or(d));
         }
-        // The shared parents, once no test holds anything in them.
-        for d in ["/run", "/tmp", "/var/tmp"] {
-            let _ = std::fs::remove_dir(Path::new(d).join("lg-sandbox-tests"));
-        }
     }
 }
 
