@@ -134,7 +134,7 @@ case " $RELEASES " in *" host "*) ready package-tools tools; scripts/test-packag
 if [ "$ARM64" != 0 ]; then ready arm64; ready arm64-tools tools; stage "arm64 (scripts/test-arm64.sh)" "scripts/test-arm64.sh"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
 # The node as shipped (scripts/test-node.sh, about 2 minutes with the rootfs cached in /srv/lg-node): the
 # .deb in a Debian 12 systemd-nspawn container with systemd as PID 1 and its own munge/slurmctld/slurmd
-# (ports 8817/8818): README's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
+# (ports 8817/8818): docs/install.md's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
 # the unit's sandbox, tmpfiles.d after a reboot, HealthCheckProgram drain/resume.
 [ "$HOST" = 0 ] || { stage "the node as shipped (scripts/test-node.sh)" "LG_NODE_DEB=target/packages/launchguard_…_amd64.deb scripts/test-node.sh"; ready node; }
 case " $RELEASES " in

@@ -70,7 +70,7 @@ impl CheckKind {
         }
     }
 
-    /// One-line description, for `--help`-style listings and the README's checks table.
+    /// One-line description, for `--help`-style listings and the checks tables of docs/.
     pub fn describe(self) -> &'static str {
         match self {
             CheckKind::CpusPerTask => {

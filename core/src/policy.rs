@@ -4,7 +4,7 @@
 //! required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so mode=warn cpus_per_task=enforce
 //! ```
 //!
-//! Rules (documented in the README's "Plugstack arguments" table):
+//! Rules (documented in docs/plugstack.md):
 //! - `mode=enforce|warn|off` is the default for every check (default `warn`);
 //! - `<check>=enforce|warn|off` overrides one check (`cpus_per_task`, `export_all`, `export_split`);
 //! - `gpu_steps_only=yes|no` (default `yes`) applies the CPU rule only to steps that get GPUs;

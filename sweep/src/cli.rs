@@ -126,7 +126,7 @@ pub struct NcclArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// How pairs reach Slurm: `jobs`, one sbatch job per pair; `steps`, one allocation over every
-    /// node and one `srun --jobid … -w a,b` step per pair inside it (default: measured faster, README).
+    /// node and one `srun --jobid … -w a,b` step per pair inside it (default: measured faster, docs/sweep.md).
     #[arg(long, value_enum, default_value = "steps")]
     pub launch: nccl_sweep::Launch,
 }

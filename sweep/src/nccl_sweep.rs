@@ -4,7 +4,7 @@
 //! one job per pair ([`Launch::Jobs`]: `sbatch -N2 --nodelist=a,b --exclusive --wrap 'srun [args]
 //! CMD'`; a Slurm job array cannot pin each of its tasks to its own pair of nodes, and a pinned pair
 //! is what makes a later round's evidence mean something). Measured on 16/32/64 nodes, the steps take
-//! about a third to two thirds of the jobs' time (README, "Scale"). Progress goes to stderr; the runs
+//! about a third to two thirds of the jobs' time (docs/sweep.md, "Scale"). Progress goes to stderr; the runs
 //! are judged by `launchguard_nccl::outliers` (the same analysis as `launchguard nccl outliers`),
 //! over every run of every round together, with host names mapped to Slurm NodeNames.
 //!
