@@ -96,6 +96,10 @@ stage "no module imports a module that imports it back (scripts/module-cycles.py
 python3 scripts/module-cycles.py
 stage "the closing count's own test (scripts/lib/testlog.py self-test)" "python3 scripts/lib/testlog.py self-test"
 python3 scripts/lib/testlog.py self-test >&2
+# The Prometheus alerting rules the package ships: promtool check rules and test rules
+# (scripts/test-alerts.sh; promtool from Debian's prometheus package, fetched if missing).
+stage "alerting rules (scripts/test-alerts.sh)" "scripts/test-alerts.sh"
+scripts/test-alerts.sh 2>&1 | tee -a "$LOG"
 stage "cargo build --release" "cargo build --release --workspace"
 cargo build --release --workspace --quiet
 for c in $RELEASES; do
