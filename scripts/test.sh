@@ -38,6 +38,11 @@ ARM64=${LG_ARM64:-1}
 # launchguard sweep (issue 8): a three-node Slurm on this machine (namespaces, ports 6917/6918) for
 # sweep/tests/multinode.rs, run below by `cargo test --workspace` (about 80 s of tests).
 scripts/multinode.sh up 3
+# The HTML reports' browser test (node-agent/tests/html_report.rs) renders them with headless
+# Chromium; under LG_REQUIRE_BROWSER=1 it fails instead of skipping where chromium is missing.
+. scripts/lib/apt.sh
+command -v chromium >/dev/null || apt_install --no-install-recommends chromium
+export LG_REQUIRE_BROWSER=1
 # On a fresh machine the chroots and the node's rootfs are debootstrapped (downloads, unpacking, and
 # for arm64 dpkg under emulation: most of a cold run's setup). That runs here in the background, one
 # after the other (one apt at a time), while the lints, the build and the fuzzers use the CPU; each

@@ -961,6 +961,29 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
 }
 
 /// The readable report.
+/// The `--html FILE` page (`launchguard_nccl::html`): the pairwise heat map, busbw per node and
+/// busbw against message size from the pair outputs (read again, with `launchguard nccl`'s bounds),
+/// with [`render`]'s text under the charts.
+pub fn html(r: &NcclSweepReport, placement: launchguard_nccl::table::Placement) -> String {
+    let files: Vec<(String, launchguard_nccl::Parsed)> = r
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let p = launchguard_nccl::parse_path(Path::new(&run.file)).ok()?;
+            Some((run.file.clone(), p))
+        })
+        .collect();
+    launchguard_nccl::html::render(&launchguard_nccl::html::Input {
+        title: "launchguard sweep nccl",
+        text: &render(r),
+        files: &files,
+        report: r.analysis.as_ref(),
+        baseline: &[],
+        placement,
+    })
+}
+
+/// The readable report.
 pub fn render(r: &NcclSweepReport) -> String {
     let mut s = String::new();
     let rounds = r.runs.iter().map(|x| x.round).max().unwrap_or(0);
