@@ -3,11 +3,11 @@
 //! offline) with three charts drawn by `plotters`' SVG backend:
 //!
 //! 1. `heatmap`: node × node busbw of the pairwise (2-node) runs at the compared size, coloured by
-//!    the ratio to the median run (red at or below [`RED_AT`] of it, yellow at the outlier
+//!    the ratio to the median run without a bad or suspect node (red at or below [`RED_AT`] of it, yellow at the outlier
 //!    threshold, green at the median and above; grey where the pair did not run), with every bad
 //!    or suspect node's row and column outlined;
-//! 2. `pernode`: each node's mean busbw over its runs against the median run (the reference the
-//!    pairwise analysis judges by) and, with `--sku`, the SKU's reference figure;
+//! 2. `pernode`: each node's mean busbw over its runs against that median and, with `--sku`, the
+//!    SKU's reference figure;
 //! 3. `sizes`: busbw against message size (log scale), the runs' median curve (and the curve of the
 //!    runs with a flagged node), against the SKU's reference figures from the baseline table
 //!    (`nccl/baselines/seeds.tsv` or `--baseline`), which hold one or two sizes per SKU.
@@ -95,7 +95,7 @@ pub fn heat_colour(ratio: f64, thr: f64) -> RGBColor {
     }
 }
 
-/// Pairwise figures: nodes in natural order, mean busbw per unordered pair, the median run.
+/// Pairwise figures: nodes in natural order, mean busbw per unordered pair, the median healthy run.
 struct Pairs {
     nodes: Vec<String>,
     cells: BTreeMap<(usize, usize), f64>,
@@ -108,7 +108,20 @@ struct Pairs {
 fn pairs(r: &OutlierReport) -> Option<Pairs> {
     let g = r.groups.iter().max_by_key(|g| g.samples.len())?;
     let two: Vec<_> = g.samples.iter().filter(|s| s.hosts.len() == 2).collect();
-    if two.is_empty() || g.median.is_nan() || g.median <= 0.0 {
+    let flagged: BTreeMap<String, NodeVerdict> = r
+        .nodes
+        .iter()
+        .map(|n| (n.host.clone(), n.verdict))
+        .collect();
+    // The reference: the median of the runs without a flagged node (on a small sweep most runs can
+    // include the bad node, which would make its slowness the median), else of every run.
+    let mut healthy: Vec<f64> = two
+        .iter()
+        .filter(|s| !s.hosts.iter().any(|h| flagged.contains_key(h)))
+        .map(|s| s.busbw)
+        .collect();
+    let reference = median(&mut healthy).unwrap_or(g.median);
+    if two.is_empty() || reference.is_nan() || reference <= 0.0 {
         return None;
     }
     let mut names: BTreeSet<&str> = two
@@ -138,13 +151,9 @@ fn pairs(r: &OutlierReport) -> Option<Pairs> {
             .into_iter()
             .map(|(k, (s, n))| (k, s / n as f64))
             .collect(),
-        median: g.median,
+        median: reference,
         threshold: r.threshold,
-        flagged: r
-            .nodes
-            .iter()
-            .map(|n| (n.host.clone(), n.verdict))
-            .collect(),
+        flagged,
         size: r.size,
     })
 }
@@ -191,7 +200,7 @@ fn heatmap(p: &Pairs) -> Drawn {
         let mut c = ChartBuilder::on(&root)
             .caption(
                 format!(
-                    "pairwise busbw at {size}, as a share of the median run ({:.1} GB/s)",
+                    "pairwise busbw at {size}, as a share of the median healthy run ({:.1} GB/s)",
                     p.median
                 ),
                 ("sans-serif", 15),
@@ -277,7 +286,7 @@ fn pernode(p: &Pairs, sku: Option<&BaselineEntry>) -> Drawn {
         root.fill(&WHITE).map_err(svg_err)?;
         let mut c = ChartBuilder::on(&root)
             .caption(
-                "busbw per node (mean of its pairwise runs) against the median run",
+                "busbw per node (mean of its pairwise runs) against the median healthy run",
                 ("sans-serif", 15),
             )
             .margin(10)
@@ -321,7 +330,7 @@ fn pernode(p: &Pairs, sku: Option<&BaselineEntry>) -> Drawn {
             BLACK.stroke_width(2),
         )))
         .map_err(svg_err)?
-        .label(format!("median run {:.1} GB/s", p.median))
+        .label(format!("median healthy run {:.1} GB/s", p.median))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
         let warn = p.median * (1.0 - p.threshold);
         c.draw_series(std::iter::once(PathElement::new(
@@ -600,14 +609,14 @@ pub fn render(input: &Input) -> String {
     figure(
         &mut o,
         "heatmap",
-        "Each cell is the busbw of the run of the row's node with the column's node, as a share of the median run: red at or below 85%, yellow at the outlier threshold, green at the median or above; grey: the pair did not run. Outlined: the bad and suspect nodes.",
+        "Each cell is the busbw of the run of the row's node with the column's node, as a share of the median run without a flagged node: red at or below 85%, yellow at the outlier threshold, green at the median or above; grey: the pair did not run. Outlined: the bad and suspect nodes.",
         pairs.as_ref().map(heatmap),
         "No heat map: no pairwise (2-node) run with a busbw figure.",
     );
     figure(
         &mut o,
         "pernode",
-        "Each node's mean busbw over its pairwise runs; red: a bad or suspect node. The black line is the median run, the grey one the outlier threshold, the magenta one the SKU's reference figure (--sku).",
+        "Each node's mean busbw over its pairwise runs; red: a bad or suspect node. The black line is the median run without a flagged node, the grey one the outlier threshold, the magenta one the SKU's reference figure (--sku).",
         pairs.as_ref().map(|p| pernode(p, sku)),
         "No per-node chart: no pairwise (2-node) run with a busbw figure.",
     );
