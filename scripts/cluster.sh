@@ -57,6 +57,19 @@ die() { printf 'cluster[%s]: error: %s\n' "$TARGET" "$*" >&2; exit 1; }
 # Runs a command on the cluster's side: directly for host, inside the chroot for trixie.
 on() { if [ -n "$R" ]; then chroot "$R" "$@"; else "$@"; fi; }
 
+# Starts a daemon (through `on`) without the descriptors above stderr that this script inherited: a
+# caller's `flock LOCK scripts/cluster.sh up` lock would otherwise be held by munged (which keeps
+# them) for its whole life, and every later `flock LOCK …` would wait forever.
+start_daemon() {
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    on "$@"
+  )
+}
+
 [ "$(id -u)" = 0 ] || die "run as root (it installs packages and starts slurmctld/slurmd)"
 
 install_packages() {
@@ -157,8 +170,12 @@ start_munge() {
   mkdir -p "$R/run/munge" && on chown munge:munge /run/munge
   if ! on bash -c 'munge -n 2>/dev/null | unmunge >/dev/null 2>&1'; then
     log "starting munged"
-    on runuser -u munge -- /usr/sbin/munged --force
-    sleep 0.5
+    start_daemon runuser -u munge -- /usr/sbin/munged --force
+    local i
+    for i in $(seq 100); do # munged answers within a second; 10 s on an emulated (arm64) chroot
+      on bash -c 'munge -n 2>/dev/null | unmunge >/dev/null 2>&1' && break
+      sleep 0.1
+    done
     on bash -c 'munge -n | unmunge >/dev/null' || die "munged does not answer"
   fi
 }
@@ -242,11 +259,11 @@ start_slurm() {
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   log "starting slurmctld and slurmd"
-  on slurmctld || daemon_failed slurmctld /var/log/slurmctld.log
+  start_daemon slurmctld || daemon_failed slurmctld /var/log/slurmctld.log
   local up=""
   for _ in $(seq 50); do on scontrol ping >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
   [ -n "$up" ] || pid_alive "$R/run/slurmctld.pid" || daemon_failed slurmctld /var/log/slurmctld.log
-  on slurmd || daemon_failed slurmd /var/log/slurmd.log
+  start_daemon slurmd || daemon_failed slurmd /var/log/slurmd.log
   sleep 0.2
   pid_alive "$R/run/slurmd.pid" || daemon_failed slurmd /var/log/slurmd.log
   wait_idle

@@ -30,11 +30,19 @@ pub enum CheckKind {
     /// driver offers IMEX channels, but sees no usable `/dev/nvidia-caps-imex-channels/channelN`.
     /// NVIDIA's IMEX guide, "IMEX Channels".
     ImexChannel,
+    /// `launch.memlock`: a multi-node GPU step on an RDMA node whose tasks may lock too little memory
+    /// (`RLIMIT_MEMLOCK`) for NCCL/UCX/libfabric to register buffers. NVIDIA's MLNX_OFED/DOCA user
+    /// manual and AWS's EFA user guide ("unlimited"); slurm.conf(5) `PropagateResourceLimits`.
+    Memlock,
+    /// `launch.gpu_options`: GPU task options on sbatch/salloc that make every later srun of the job
+    /// fail on the running release (`--ntasks-per-gpu` with `--cpus-per-task` on Slurm 23.11.7 to
+    /// 25.05.0). srun(1)/sbatch(1) `--ntasks-per-gpu`; Slurm's changelog for 25.05.1.
+    GpuOptions,
 }
 
 impl CheckKind {
     /// Every check, in the order they are documented.
-    pub const ALL: [CheckKind; 7] = [
+    pub const ALL: [CheckKind; 9] = [
         CheckKind::CpusPerTask,
         CheckKind::ExportAll,
         CheckKind::ExportSplit,
@@ -42,6 +50,8 @@ impl CheckKind {
         CheckKind::Devices,
         CheckKind::NcclEnv,
         CheckKind::ImexChannel,
+        CheckKind::Memlock,
+        CheckKind::GpuOptions,
     ];
 
     /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
@@ -54,6 +64,8 @@ impl CheckKind {
             CheckKind::Devices => "devices",
             CheckKind::NcclEnv => "nccl_env",
             CheckKind::ImexChannel => "imex_channel",
+            CheckKind::Memlock => "memlock",
+            CheckKind::GpuOptions => "gpu_options",
         }
     }
 
@@ -67,6 +79,8 @@ impl CheckKind {
             CheckKind::Devices => "launch.devices",
             CheckKind::NcclEnv => "launch.nccl_env",
             CheckKind::ImexChannel => "launch.imex_channel",
+            CheckKind::Memlock => "launch.memlock",
+            CheckKind::GpuOptions => "launch.gpu_options",
         }
     }
 
@@ -88,6 +102,12 @@ impl CheckKind {
             CheckKind::ImexChannel => {
                 "multi-node NVLink step without a usable IMEX channel (/dev/nvidia-caps-imex-channels)"
             }
+            CheckKind::Memlock => {
+                "multi-node GPU step on an RDMA node whose tasks' locked-memory limit is finite"
+            }
+            CheckKind::GpuOptions => {
+                "sbatch/salloc GPU task options that make every srun of the job fail on this release"
+            }
         }
     }
 
@@ -102,6 +122,8 @@ impl CheckKind {
             CheckKind::Devices => "error: fewer usable GPU device files than GPUs given, no usable fabric verbs device, an admin-listed device missing; warning: some fabric devices missing, /dev/gdrdrv, extra non-EFA RDMA devices on an EFA node",
             CheckKind::NcclEnv => "per rule (docs/reference/nccl-env-rules.md)",
             CheckKind::ImexChannel => "error",
+            CheckKind::Memlock => "error: a finite hard locked-memory limit (slurmd's); warning: a finite soft limit (PropagateResourceLimits)",
+            CheckKind::GpuOptions => "warning (sbatch/salloc)",
         }
     }
 
@@ -114,7 +136,36 @@ impl CheckKind {
             CheckKind::Devices => "cgroup.conf(5) ConstrainDevices; gres.conf(5) File=; AWS EFA user guide",
             CheckKind::NcclEnv => "NCCL documentation, Environment Variables; AWS EFA user guide; aws-ofi-nccl documentation",
             CheckKind::ImexChannel => "NVIDIA IMEX Service for NVLink Networks User's Guide, \"IMEX Channels\"",
+            CheckKind::Memlock => "NVIDIA MLNX_OFED/DOCA user manual; AWS EFA user guide; slurm.conf(5) PropagateResourceLimits",
+            CheckKind::GpuOptions => "srun(1)/sbatch(1) --ntasks-per-gpu; Slurm's changelog for 25.05.1",
         }
+    }
+
+    /// Whether srun's own plugin judges this check (`init_post_opt` in srun, before allocation: the
+    /// `srun` phase of the report protocol, [`crate::protocol`]). The plugin's srun side reports only
+    /// these, and the agent refuses an srun-phase report naming any other ID: srun runs as the user,
+    /// so such a report can only be forged. The other checks need the step (its cgroup, devices,
+    /// container) and run in slurmstepd.
+    pub const fn in_srun(self) -> bool {
+        match self {
+            CheckKind::CpusPerTask
+            | CheckKind::ExportAll
+            | CheckKind::ExportSplit
+            | CheckKind::NcclEnv => true,
+            CheckKind::EnrootRuntime
+            | CheckKind::Devices
+            | CheckKind::ImexChannel
+            | CheckKind::Memlock
+            | CheckKind::GpuOptions => false,
+        }
+    }
+
+    /// The finding IDs an srun-phase report may carry ([`CheckKind::in_srun`]).
+    pub fn srun_ids() -> impl Iterator<Item = &'static str> {
+        CheckKind::ALL
+            .into_iter()
+            .filter(|c| c.in_srun())
+            .map(CheckKind::id)
     }
 
     /// Looks a check up by its plugstack key or its finding ID.

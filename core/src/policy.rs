@@ -335,6 +335,8 @@ pub const KNOWN_KEYS: &[&str] = &[
     "devices",
     "nccl_env",
     "imex_channel",
+    "memlock",
+    "gpu_options",
     "gpu_steps_only",
     "min_cpus_per_task",
     "enroot_repair",

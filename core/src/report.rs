@@ -4,7 +4,7 @@
 //!
 //! JSON shape (schema 1): `{"schema":1,"node":…,"launchguard_version":…,"status":"ok|warning|
 //! critical|unknown","exit_code":N,"duration_ms":…,"timestamp":…,"checks":[{"id","status",
-//! "message","duration_ms"}],"facts":{"munge_key_digest":…,…}}`.
+//! "message","duration_ms","user_controlled"?}],"facts":{"munge_key_digest":…,…}}`.
 
 use std::collections::BTreeMap;
 
@@ -22,6 +22,14 @@ pub struct CheckLine {
     pub message: String,
     /// Milliseconds its family took to gather and judge (the wait, for one that timed out).
     pub duration_ms: f64,
+    /// Who controls the state the finding rests on, when an unprivileged account does
+    /// ([`crate::node::Outcome::user_controlled`]); absent otherwise. `launchguard health` never
+    /// drains for such a check alone.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub user_controlled: Option<String>,
 }
 
 /// One run of the node checks: what `launchguard check --json` prints and `status` returns.

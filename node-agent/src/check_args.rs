@@ -76,10 +76,44 @@ fn head_problems(head: &Head, policy: &Policy) -> Vec<ArgProblem> {
     out
 }
 
+/// The packaged plugstack line's head (packaging/zz-launchguard.conf), assumed in front of bare
+/// arguments when measuring the line against Slurm's limit.
+const PACKAGED_HEAD: &str = "required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so";
+
+/// The words Slurm hands the plugin, and the problem when the line is longer than Slurm reads
+/// ([`launchguard_core::node::plugstack::SLURM_LINE_MAX`]): then only its first piece's arguments.
+fn as_slurm_reads(
+    input: &[String],
+    head: bool,
+    words: Vec<String>,
+) -> (Vec<String>, Option<ArgProblem>) {
+    use launchguard_core::node::plugstack::{cut_line, slurm_pieces};
+    let joined = input.join(" ");
+    let full = if head {
+        joined
+    } else {
+        format!("{PACKAGED_HEAD} {joined}")
+    };
+    let Some(cut) = cut_line(&full) else {
+        return (words, None);
+    };
+    let first = slurm_pieces(&full)[0].to_string();
+    let (_, kept) = plugstack_words(&[first]);
+    let problem = ArgProblem {
+        arg: if head { "the whole line" } else { "the arguments, after the packaged 'required …/spank_launchguard.so'" }.into(),
+        problem: format!(
+            "{cut}; the effective policy printed is what the plugin gets. Shorten the line to at most 4095 bytes: list fewer devices= (the step's GPUs and the node's RDMA devices are checked without being listed) or move NCCL rules to the file nccl_rules=PATH names"
+        ),
+    };
+    (kept, Some(problem))
+}
+
 /// Runs the subcommand: 0 when every argument is valid, 2 otherwise.
 pub fn run(a: &Args) -> ExitCode {
     let (head, words) = plugstack_words(&a.words);
+    let (words, cut) = as_slurm_reads(&a.words, head.is_some(), words);
     let (policy, mut problems) = parse_args(&words);
+    problems.extend(cut);
     if let Some(h) = &head {
         problems.extend(head_problems(h, &policy));
     }
@@ -135,6 +169,33 @@ mod tests {
         let (h, w) = plugstack_words(&["mode=warn".to_string(), "cpus_per_task=off".to_string()]);
         assert_eq!(w, vec!["mode=warn", "cpus_per_task=off"]);
         assert_eq!(h, None);
+    }
+
+    /// Field report: a devices= list past Slurm's 4 KiB plugstack line passed check-args.
+    #[test]
+    fn a_line_slurm_cuts_is_a_problem_and_the_policy_is_what_the_plugin_gets() {
+        let devices: Vec<String> = (0..400).map(|i| format!("/dev/d{i:04}")).collect();
+        let line = format!(
+            "required /x/spank_launchguard.so mode=warn devices={}",
+            devices.join(",")
+        );
+        let input = [line.clone()];
+        let (head, words) = plugstack_words(&input);
+        let (kept, p) = as_slurm_reads(&input, head.is_some(), words);
+        let p = p.expect("a problem");
+        assert!(
+            p.problem.starts_with(&format!("this line is {} bytes and Slurm reads plugstack lines in pieces of at most 4095 bytes", line.len())),
+            "{p}"
+        );
+        let (policy, _) = parse_args(&kept);
+        assert!(policy.devices.len() < 400, "{}", policy.devices.len());
+        // bare arguments are measured behind the packaged head
+        let bare = [format!("devices={}", devices.join(","))];
+        let (_, w) = plugstack_words(&bare);
+        assert!(as_slurm_reads(&bare, false, w).1.is_some());
+        let short = ["mode=warn".to_string()];
+        let (_, w) = plugstack_words(&short);
+        assert!(as_slurm_reads(&short, false, w).1.is_none());
     }
 
     #[test]

@@ -258,6 +258,7 @@ mod tests {
             status,
             message: message.into(),
             duration_ms: 0.1,
+            user_controlled: None,
         }
     }
 

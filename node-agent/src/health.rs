@@ -3,6 +3,11 @@
 //! drains the node with `Reason="launchguard: <id>: <what>"`. Like NHC it never overwrites a reason it
 //! did not set (a reason not starting with `launchguard:`), and resumes only nodes it drained itself
 //! once no CRITICAL finding is left. UNKNOWN never drains. `--dry-run` prints what it would do.
+//!
+//! A finding that rests on state an unprivileged account controls (a path it owns or can swap, marked
+//! by its check: [`launchguard_core::node::Outcome::user_controlled`]) never decides a drain on its
+//! own: it counts as a WARNING here (neither drains nor lifts a drain) and `health` prints who
+//! controls it, so no user can switch a node's drain on and off.
 
 use crate::check_cmd::{load_config, run_once};
 use crate::gather::util;
@@ -84,12 +89,32 @@ pub fn parse_show_node(text: &str) -> Option<NodeState> {
     })
 }
 
-/// The reason for a report's CRITICAL checks (`None` when there are none).
+/// A check's status as far as draining goes: a CRITICAL that rests on user-controlled state counts
+/// as a WARNING (it neither drains nor counts as cleared).
+pub fn drain_status(c: &crate::registry::CheckLine) -> Status {
+    match c.status {
+        Status::Critical if c.user_controlled.is_some() => Status::Warning,
+        s => s,
+    }
+}
+
+/// The CRITICAL checks that do not drain because an unprivileged account controls what they rest
+/// on: `(id, who)`.
+pub fn user_controlled(rep: &NodeReport) -> Vec<(&str, &str)> {
+    rep.checks
+        .iter()
+        .filter(|c| c.status == Status::Critical)
+        .filter_map(|c| Some((c.id.as_str(), c.user_controlled.as_deref()?)))
+        .collect()
+}
+
+/// The reason for a report's CRITICAL checks that may drain ([`drain_status`]; `None` when there
+/// are none).
 pub fn reason(rep: &NodeReport) -> Option<String> {
     let crit: Vec<_> = rep
         .checks
         .iter()
-        .filter(|c| c.status == Status::Critical)
+        .filter(|c| drain_status(c) == Status::Critical)
         .collect();
     let first = crit.first()?;
     // "launchguard: <id>: <what>" (the message's first part), plus how many more.
@@ -177,10 +202,16 @@ pub fn run(a: &Args) -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let status = |id: &str| rep.checks.iter().find(|c| c.id == id).map(|c| c.status);
+    let status = |id: &str| rep.checks.iter().find(|c| c.id == id).map(drain_status);
     let action = decide(&state, want.as_deref(), &status);
     let drain = cfg.health.drain && !a.dry_run;
     let verb = if drain { "" } else { "would " };
+    for (id, who) in user_controlled(&rep) {
+        println!(
+            "launchguard: health: {node}: {id} is CRITICAL but not a drain reason: it rests on state an unprivileged account controls ({}); its fix: launchguard check --only {id}",
+            launchguard_core::text::printable(who, 200)
+        );
+    }
     let result = match &action {
         Action::None => {
             println!(
@@ -240,6 +271,57 @@ mod tests {
             state: state.into(),
             reason: reason.map(String::from),
         }
+    }
+
+    fn report(lines: &[(&str, Status, Option<&str>)]) -> NodeReport {
+        NodeReport {
+            schema: 1,
+            node: "vm".into(),
+            launchguard_version: "0.1.0".into(),
+            status: Status::Critical,
+            exit_code: 2,
+            duration_ms: 1.0,
+            timestamp: 0,
+            checks: lines
+                .iter()
+                .map(|(id, status, who)| crate::registry::CheckLine {
+                    id: id.to_string(),
+                    status: *status,
+                    message: format!("launchguard: {id}: bad; why; fix"),
+                    duration_ms: 0.1,
+                    user_controlled: who.map(String::from),
+                })
+                .collect(),
+            facts: Default::default(),
+        }
+    }
+
+    /// Smallest input: one CRITICAL check whose state a user controls (a symlink lgtest planted at
+    /// ENROOT_DATA_PATH's parent in /tmp). Before: `reason` gave a drain reason for it.
+    #[test]
+    fn a_user_controlled_critical_neither_drains_nor_lifts_a_drain() {
+        let owner = "uid 1001 (lgtest) owns '/tmp/enroot-data'";
+        let who = Some(owner);
+        let rep = report(&[("node.enroot.storage", Status::Critical, who)]);
+        assert_eq!(reason(&rep), None);
+        assert_eq!(user_controlled(&rep), vec![("node.enroot.storage", owner)]);
+        let status = |id: &str| rep.checks.iter().find(|c| c.id == id).map(drain_status);
+        assert_eq!(decide(&st("IDLE", None), None, &status), Action::None);
+        // A drain launchguard set for it earlier stays: the user cannot lift it either.
+        let lg = "launchguard: node.enroot.storage: x";
+        assert_eq!(
+            decide(&st("IDLE+DRAIN", Some(lg)), None, &status),
+            Action::None
+        );
+        // Next to a CRITICAL the user does not control, that one is the reason.
+        let rep = report(&[
+            ("node.enroot.storage", Status::Critical, who),
+            ("node.munge.key_mode", Status::Critical, None),
+        ]);
+        assert_eq!(
+            reason(&rep).as_deref(),
+            Some("launchguard: node.munge.key_mode: bad")
+        );
     }
 
     #[test]

@@ -60,7 +60,13 @@ pub const JOURNAL_FIELDS: &[(&str, &str, &str)] = &[
     ("LAUNCHGUARD_STEP", "LAUNCH", "Slurm step ID (empty before allocation)"),
     ("LAUNCHGUARD_UID", "LAUNCH", "the user's uid"),
     ("LAUNCHGUARD_PEER_UID", "LAUNCH", "the sending process's uid from SO_PEERCRED (0: slurmstepd)"),
-    ("LAUNCHGUARD_NODE", "LAUNCH", "the node that reported"),
+    (
+        "LAUNCHGUARD_SOURCE",
+        "LAUNCH",
+        "slurmstepd (its verdict on a step) or user_claim (an srun-phase report: sent by the user's srun, unverified; always PRIORITY 5)",
+    ),
+    ("LAUNCHGUARD_DROPPED", "the summary of dropped claims", "how many srun reports of LAUNCHGUARD_PEER_UID were dropped over the per-user limit"),
+    ("LAUNCHGUARD_NODE", "LAUNCH", "this node (the agent's own name, whatever the report said)"),
     ("LAUNCHGUARD_PHASE", "LAUNCH", "srun, step (slurmstepd as root) or task"),
     ("LAUNCHGUARD_ACTION", "LAUNCH", "allowed, warned or rejected"),
     ("LAUNCHGUARD_FINDINGS", "LAUNCH", "the launch's finding IDs, comma-separated"),
@@ -73,8 +79,9 @@ pub const JOURNAL_FIELDS: &[(&str, &str, &str)] = &[
 pub fn journal_help() -> String {
     let mut s = String::from(
         "Journal fields (journalctl -u launchguard-agent -o json): PRIORITY is 2 (crit) for a CRITICAL \
-         finding and for a launch with an error-severity finding, 4 (warning) for WARNING, UNKNOWN and \
-         launch warnings, 5 (notice) for the rest (cleared findings, allowed launches, start, reload, \
+         finding and for slurmstepd's verdict with an error-severity finding, 4 (warning) for WARNING, \
+         UNKNOWN, slurmstepd's launch warnings and dropped srun reports, 5 (notice) for the rest (cleared \
+         findings, allowed launches, every srun report, which is the user's own claim, start, reload, \
          stop), 3 (err) for the agent's own errors.\n\n",
     );
     for (f, on, what) in JOURNAL_FIELDS {

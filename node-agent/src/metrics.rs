@@ -2,9 +2,11 @@
 //! written atomically (a temporary file in the same directory, then `rename`), so the collector never
 //! reads half a file. Names follow Prometheus conventions: `_total` counters, `_seconds` units.
 
+use crate::gather::nofollow::{self, WalkError};
 use crate::registry::NodeReport;
 use crate::reports::Counters;
 use std::fmt::Write;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 fn esc(s: &str) -> String {
@@ -47,10 +49,13 @@ pub fn render(rep: Option<&NodeReport>, counters: &Counters) -> String {
         let _ = writeln!(o, "# TYPE launchguard_check_run_timestamp_seconds gauge");
         let _ = writeln!(o, "launchguard_check_run_timestamp_seconds {}", r.timestamp);
     }
-    let _ = writeln!(o, "# HELP launchguard_reports_total Launch reports received from spank_launchguard.so, by action.");
+    let _ = writeln!(o, "# HELP launchguard_reports_total Launch reports received from spank_launchguard.so, by source (slurmstepd: its verdict on a step; user_claim: what a user's srun sent, unverified) and action.");
     let _ = writeln!(o, "# TYPE launchguard_reports_total counter");
-    for (action, n) in counters.accepted() {
-        let _ = writeln!(o, "launchguard_reports_total{{action=\"{action}\"}} {n}");
+    for (source, action, n) in counters.accepted() {
+        let _ = writeln!(
+            o,
+            "launchguard_reports_total{{source=\"{source}\",action=\"{action}\"}} {n}"
+        );
     }
     let _ = writeln!(o, "# HELP launchguard_reports_dropped_total Launch reports or connections refused, by reason.");
     let _ = writeln!(o, "# TYPE launchguard_reports_dropped_total counter");
@@ -64,33 +69,63 @@ pub fn render(rep: Option<&NodeReport>, counters: &Counters) -> String {
 }
 
 /// Writes `text` to `path` atomically; does nothing when `path` is empty or its directory is absent.
+///
+/// Root writes here, so the directory is reached from `/` with `openat(…, O_NOFOLLOW |
+/// O_DIRECTORY)` at every component ([`nofollow::walk_dir_strict`], as the plugin's enroot runtime
+/// repair walks), and the file is created and renamed relative to that descriptor
+/// (`openat(O_CREAT | O_EXCL | O_NOFOLLOW)`, `renameat`). Refused, with an error that says where:
+/// a symlink at any component (a user's link to `/etc` must not make root write there), and a
+/// directory on the way owned by an account other than root and the textfile directory's own
+/// owner (node_exporter's account may own that one). Errors: those, and the I/O's own.
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<bool> {
-    let Some(dir) = path.parent() else {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Ok(false);
     };
-    if path.as_os_str().is_empty() || !dir.is_dir() {
+    if path.as_os_str().is_empty() || dir.as_os_str().is_empty() {
         return Ok(false);
     }
-    let tmp = dir.join(format!(
+    let refuse = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("not written: {why}"),
+        )
+    };
+    let w = match nofollow::walk_dir_strict(dir) {
+        Ok(w) => w,
+        Err(WalkError::Missing { .. }) => return Ok(false),
+        Err(e @ WalkError::Symlink { .. }) => {
+            return Err(refuse(format!(
+                "{e}; launchguard never writes through a symlink as root"
+            )))
+        }
+        Err(e) => return Err(refuse(e.to_string())),
+    };
+    let target_owner = w.chain.last().map_or(0, |l| l.uid);
+    if let Some(l) = w.chain.iter().find(|l| l.uid != 0 && l.uid != target_owner) {
+        return Err(refuse(format!(
+            "'{}' is owned by {}, neither root nor the owner of '{}' ({}), so that account could swap what lies under it",
+            l.path,
+            nofollow::account(l.uid),
+            w.path.display(),
+            nofollow::account(target_owner)
+        )));
+    }
+    let tmp = std::ffi::OsString::from(format!(
         ".{}.{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy(),
+        name.to_string_lossy(),
         std::process::id()
     ));
-    // Never write through something planted at the temporary name (a symlink to a root file): remove
-    // it, then create the file exclusively (O_CREAT|O_EXCL does not follow symlinks).
-    let _ = std::fs::remove_file(&tmp);
+    let fd = Some(w.dir.as_raw_fd());
+    // A leftover (or planted) entry at the temporary name goes first; the create never follows one.
+    let _ = nix::unistd::unlinkat(fd, tmp.as_os_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
     {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)?;
+        let mut f = nofollow::create_at(&w.dir, &tmp, 0o644)?;
         f.write_all(text.as_bytes())?;
     }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
+    nix::fcntl::renameat(fd, tmp.as_os_str(), fd, name).map_err(|e| {
+        let _ = nix::unistd::unlinkat(fd, tmp.as_os_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+        std::io::Error::from(e)
     })?;
     Ok(true)
 }
@@ -98,6 +133,69 @@ pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{symlink, MetadataExt};
+
+    /// A private directory, writable by its owner only (whoever runs the tests).
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/metrics-tests")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d.canonicalize().unwrap()
+    }
+
+    #[test]
+    fn writes_the_file_and_skips_a_missing_directory() {
+        let d = dir("plain");
+        assert!(write_atomic(&d.join("launchguard.prom"), "a 1\n").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(d.join("launchguard.prom")).unwrap(),
+            "a 1\n"
+        );
+        assert!(!write_atomic(&d.join("absent/launchguard.prom"), "x").unwrap());
+        assert!(!write_atomic(Path::new(""), "x").unwrap());
+    }
+
+    /// Smallest input: the textfile's directory is a symlink to another directory. Before: the file
+    /// was created in the link's target (as root: `/etc/…/launchguard.prom`).
+    #[test]
+    fn never_writes_through_a_directory_symlink() {
+        let d = dir("link");
+        let target = d.join("elsewhere");
+        std::fs::create_dir(&target).unwrap();
+        symlink(&target, d.join("prom")).unwrap();
+        let e = write_atomic(&d.join("prom/launchguard.prom"), "x").unwrap_err();
+        assert!(e.to_string().contains("is a symlink owned by"), "{e}");
+        assert!(!target.join("launchguard.prom").exists());
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+    }
+
+    /// A directory on the way owned by another account than root and the textfile directory's
+    /// owner is refused (as root only: it needs a chown).
+    #[test]
+    fn refuses_a_directory_owned_by_a_third_account() {
+        if nix::unistd::geteuid().as_raw() != 0 {
+            return;
+        }
+        let d = dir("owner");
+        let mid = d.join("mid");
+        let last = mid.join("prom");
+        std::fs::create_dir_all(&last).unwrap();
+        nix::unistd::chown(&mid, Some(nix::unistd::Uid::from_raw(4242)), None).unwrap();
+        let e = write_atomic(&last.join("launchguard.prom"), "x").unwrap_err();
+        assert!(e.to_string().contains("is owned by uid 4242"), "{e}");
+        // Owned by the same account as the textfile directory: accepted.
+        nix::unistd::chown(&last, Some(nix::unistd::Uid::from_raw(4242)), None).unwrap();
+        assert!(write_atomic(&last.join("launchguard.prom"), "x").unwrap());
+        assert_eq!(
+            std::fs::metadata(last.join("launchguard.prom"))
+                .unwrap()
+                .uid(),
+            0
+        );
+    }
+
     use launchguard_core::node::Status;
     use launchguard_core::report::CheckLine;
 
@@ -118,6 +216,7 @@ mod tests {
                 status: Status::Critical,
                 message: "launchguard: node.munge.key_mode: …".into(),
                 duration_ms: 0.1,
+                user_controlled: None,
             }],
             facts: Default::default(),
         };

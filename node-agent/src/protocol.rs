@@ -80,8 +80,11 @@ pub struct StatusReply {
     pub last_check: Option<NodeReport>,
     /// Most recent reports (root's and users' merged by arrival), newest last.
     pub reports: Vec<Stored>,
-    /// `{action: n}`.
+    /// `{action: n}`: slurmstepd's verdicts (the `step` and `task` phases).
     pub reports_total: HashMap<String, u64>,
+    /// `{action: n}`: srun-phase reports, the user's own claim (empty in an older agent's answer).
+    #[serde(default)]
+    pub claims_total: HashMap<String, u64>,
     /// `{reason: n}`.
     pub dropped_total: HashMap<String, u64>,
 }

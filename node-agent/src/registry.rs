@@ -76,6 +76,20 @@ fn pmix(ctx: &Ctx) -> FamilyResult {
     }
 }
 
+fn munge_paths(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::munge_paths::judge(&gather::munge_paths::gather(ctx)),
+        facts: vec![],
+    }
+}
+
+fn memlock(ctx: &Ctx) -> FamilyResult {
+    FamilyResult {
+        outcomes: launchguard_core::node::memlock::judge(&gather::memlock::gather(ctx)),
+        facts: vec![],
+    }
+}
+
 fn enroot(ctx: &Ctx) -> FamilyResult {
     FamilyResult {
         outcomes: launchguard_core::node::enroot::judge(&gather::enroot::gather(ctx)),
@@ -203,6 +217,10 @@ pub const FAMILIES: &[Family] = &[
         run: munge,
     },
     Family {
+        name: "munge_paths",
+        run: munge_paths,
+    },
+    Family {
         name: "hostname",
         run: hostname,
     },
@@ -213,6 +231,10 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "pmix",
         run: pmix,
+    },
+    Family {
+        name: "memlock",
+        run: memlock,
     },
     Family {
         name: "enroot",
@@ -345,6 +367,7 @@ impl Runner {
                             status: o.status,
                             message: o.message(),
                             duration_ms: ms,
+                            user_controlled: o.user_controlled,
                         });
                     }
                     for (k, v) in r.facts {
@@ -360,6 +383,7 @@ impl Runner {
                             status: o.status,
                             message: o.message(),
                             duration_ms: ms,
+                            user_controlled: None,
                         });
                     }
                 }

@@ -1,6 +1,12 @@
 //! What the agent keeps of launch reports: the counters behind `launchguard_reports_total` and
 //! `launchguard_reports_dropped_total`, and the two rings of recent reports (root's and users', so a
 //! user cannot push slurmstepd's reports out), each launch counted once under its worst action.
+//!
+//! Reports have one of two [`SOURCES`]: `slurmstepd` (the `step` and `task` phases, sent by
+//! slurmstepd as root: the plugin's verdict on a step that Slurm started) and `user_claim` (the
+//! `srun` phase, sent by srun, which runs as the user: whatever a user's process chooses to send on
+//! the socket reads the same). They are counted apart, and a claim is logged at notice level,
+//! below every node finding, whatever severity it names.
 
 use crate::config::Reports as ReportsConfig;
 use crate::protocol::Stored;
@@ -21,16 +27,31 @@ pub const DROP_REASONS: &[&str] = &[
     "bad_action",
     "truncated",
     "root_phase",
+    "bad_finding",
+    "claim_rate",
 ];
 /// Report actions counted: the three verdicts the plugin sends. A report with any other action is
 /// refused (`bad_action`), so every accepted report is counted under one of these.
 pub const ACTIONS: &[&str] = &["allowed", "warned", "rejected"];
 
+/// Where a report comes from (the `source` label): `slurmstepd` for the `step` and `task` phases
+/// (only root may send them), `user_claim` for the `srun` phase (srun runs as the user).
+pub const SOURCES: &[&str] = &["slurmstepd", "user_claim"];
+
+/// The source of a report, by its phase ([`SOURCES`]).
+pub fn source(r: &Report) -> &'static str {
+    if crate::protocol::root_only_phase(&r.phase) {
+        SOURCES[0]
+    } else {
+        SOURCES[1]
+    }
+}
+
 /// Counters, lock-free.
 #[derive(Default)]
 pub struct Counters {
-    accepted: [AtomicU64; 3],
-    dropped: [AtomicU64; 10],
+    accepted: [[AtomicU64; 3]; 2],
+    dropped: [AtomicU64; 12],
 }
 
 impl Counters {
@@ -42,27 +63,34 @@ impl Counters {
     }
     /// Counts an accepted report under its action (one of [`ACTIONS`]; anything else is not counted:
     /// the server refuses such reports before they are stored).
-    pub(crate) fn accept(&self, action: &str) {
-        if let Some(i) = ACTIONS.iter().position(|a| *a == action) {
-            self.accepted[i].fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn accept(&self, source: &str, action: &str) {
+        if let Some(n) = self.slot(source, action) {
+            n.fetch_add(1, Ordering::Relaxed);
         }
     }
+    fn slot(&self, source: &str, action: &str) -> Option<&AtomicU64> {
+        let s = SOURCES.iter().position(|x| *x == source)?;
+        let a = ACTIONS.iter().position(|x| *x == action)?;
+        Some(&self.accepted[s][a])
+    }
     /// Takes back one count of an action (a launch judged again later, counted under its worst verdict).
-    pub(crate) fn unaccept(&self, action: &str) {
-        let Some(i) = ACTIONS.iter().position(|a| *a == action) else {
+    pub(crate) fn unaccept(&self, source: &str, action: &str) {
+        let Some(n) = self.slot(source, action) else {
             return;
         };
-        let _ = self.accepted[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        let _ = n.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
             Some(n.saturating_sub(1))
         });
     }
-    /// `(action, count)`.
-    pub fn accepted(&self) -> Vec<(&'static str, u64)> {
-        ACTIONS
-            .iter()
-            .zip(&self.accepted)
-            .map(|(a, n)| (*a, n.load(Ordering::Relaxed)))
-            .collect()
+    /// `(source, action, count)` for every source of [`SOURCES`] and action of [`ACTIONS`].
+    pub fn accepted(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let mut out = vec![];
+        for (s, row) in SOURCES.iter().zip(&self.accepted) {
+            for (a, n) in ACTIONS.iter().zip(row) {
+                out.push((*s, *a, n.load(Ordering::Relaxed)));
+            }
+        }
+        out
     }
     /// `(reason, count)`.
     pub fn dropped(&self) -> Vec<(&'static str, u64)> {
@@ -115,13 +143,16 @@ impl ReportStore {
             .map(|f| f.severity.as_str())
             .unwrap_or("");
         let first = r.findings.first().map(|f| f.message.as_str()).unwrap_or("");
-        // Journal: MESSAGE_ID LAUNCH and LAUNCHGUARD_* fields (crate::logging); a launch with an
-        // error-severity finding (one enforce mode rejects) at priority 2, a warning at 4.
+        let source = source(r);
+        // Journal: MESSAGE_ID LAUNCH and LAUNCHGUARD_* fields (crate::logging); slurmstepd's verdict
+        // with an error-severity finding (one enforce mode rejects) at priority 2, a warning at 4; a
+        // user's claim (srun phase) always at 5, below every node finding.
         macro_rules! launch {
             ($lvl:ident $(, target: $t:expr)?) => {
                 tracing::$lvl!(
                     $(target: $t,)?
                     message_id = crate::logging::message_id::LAUNCH,
+                    launchguard.source = source,
                     launchguard.peer_uid = s.peer_uid,
                     launchguard.job = job.as_str(),
                     launchguard.step = step.as_str(),
@@ -131,14 +162,15 @@ impl ReportStore {
                     launchguard.action = r.action.as_str(),
                     launchguard.findings = ids.as_str(),
                     launchguard.severity = severity,
-                    "launch {}{}{}",
+                    "launch {}{}{}{}",
                     r.action,
+                    if source == SOURCES[1] { " (claimed by the user's srun, not verified)" } else { "" },
                     if first.is_empty() { "" } else { ": " },
                     first
                 )
             };
         }
-        if r.action == "allowed" && r.findings.is_empty() {
+        if source == SOURCES[1] || (r.action == "allowed" && r.findings.is_empty()) {
             launch!(info);
         } else if r.findings.iter().any(|f| f.severity == "error") {
             launch!(error, target: crate::logging::CRITICAL);
@@ -161,10 +193,11 @@ impl ReportStore {
     /// Counts a report: once per launch (`node`, `job`, `step`) under its worst action, so that a step
     /// allowed in the root phase and rejected in the task phase counts as one rejection.
     fn count(&self, r: &Report) {
+        let source = source(r);
         let (Some(job), Some(step), true) =
             (r.job, r.step, matches!(r.phase.as_str(), "step" | "task"))
         else {
-            self.counters.accept(&r.action);
+            self.counters.accept(source, &r.action);
             return;
         };
         let Some(action) = ACTIONS.iter().find(|a| **a == r.action).copied() else {
@@ -173,10 +206,10 @@ impl ReportStore {
         let mut m = self.counted.lock().unwrap_or_else(|p| p.into_inner());
         let (take_back, add) = tally(&mut m, (r.node.clone(), job, step), action);
         if let Some(a) = take_back {
-            self.counters.unaccept(a);
+            self.counters.unaccept(source, a);
         }
         if let Some(a) = add {
-            self.counters.accept(a);
+            self.counters.accept(source, a);
         }
     }
 

@@ -14,6 +14,16 @@
 //! Text from clients goes through [`launchguard_core::text::printable`] before it is stored, so
 //! status output and logs never carry control or bidi/invisible characters as sent.
 //!
+//! An `srun` report is the user's claim: srun runs as the user, so any process of theirs can send one.
+//! The agent therefore takes the node name from itself (never from a report), refuses an srun report
+//! naming a finding ID that srun's plugin cannot emit ([`launchguard_core::CheckKind::in_srun`]), a
+//! severity other than `error`/`warning`, or an action its findings do not give (`bad_finding`),
+//! accepts at most [`CLAIM_BURST`] claims at once and then [`CLAIM_RATE`] per second from one
+//! non-root uid (`claim_rate`; the journal gets one "N reports from uid U dropped" line per uid and
+//! [`CLAIM_SUMMARY_AFTER`] instead of one per report), counts claims under
+//! `launchguard_reports_total{source="user_claim"}` apart from slurmstepd's verdicts, and logs them
+//! at notice level ([`crate::reports`]).
+//!
 //! This module does the socket I/O, admission and rate limits; the wire format and the cleaning of
 //! reports are in [`crate::protocol`], the report store and counters in [`crate::reports`].
 
@@ -40,6 +50,12 @@ pub struct Shared {
     pub last_check: Mutex<Option<NodeReport>>,
     runner: Mutex<Arc<Runner>>,
     limiter: Mutex<HashMap<u32, (f64, Instant)>>,
+    /// srun-phase reports (claims) per non-root uid: [`CLAIM_BURST`], then [`CLAIM_RATE`] per second.
+    claims: Mutex<HashMap<u32, (f64, Instant)>>,
+    /// Claims dropped per uid since that uid's last summary line.
+    claim_drops: Mutex<HashMap<u32, u64>>,
+    /// This node's name, as the agent's own check runs give it: every stored report carries it.
+    node: String,
     /// Open connections per peer uid.
     conns: Mutex<HashMap<u32, usize>>,
     /// The Prometheus textfile (empty: none).
@@ -71,6 +87,65 @@ struct Refresh {
 fn should_refresh(disproved_verdict: bool, state: Refresh, runner_busy: bool) -> bool {
     disproved_verdict && !state.published_by_report && !state.running && !runner_busy
 }
+/// srun-phase reports one non-root uid may have accepted at once.
+pub const CLAIM_BURST: f64 = 20.0;
+/// srun-phase reports per second one non-root uid may have accepted after a burst (an srun takes
+/// longer than a second to launch anything, so one user's real sruns stay under it).
+pub const CLAIM_RATE: f64 = 1.0;
+/// How long after a uid's first dropped claim its summary line is logged (one line per uid and period).
+pub const CLAIM_SUMMARY_AFTER: Duration = Duration::from_secs(5);
+
+/// Takes `cost` tokens from `uid`'s bucket in `m` (`rate` per second, at most `burst`); forgets
+/// buckets idle for a minute once there are many.
+fn take(
+    m: &Mutex<HashMap<u32, (f64, Instant)>>,
+    uid: u32,
+    rate: f64,
+    burst: f64,
+    cost: f64,
+) -> bool {
+    let mut m = m.lock().unwrap_or_else(|p| p.into_inner());
+    let now = Instant::now();
+    if m.len() > 10_000 {
+        m.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+    }
+    let (tokens, last) = m.entry(uid).or_insert((burst, now));
+    *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(burst);
+    *last = now;
+    if *tokens >= cost {
+        *tokens -= cost;
+        true
+    } else {
+        false
+    }
+}
+
+/// Why an srun-phase report cannot be what srun's plugin sent, if it cannot: a finding ID of a check
+/// srun does not run, a severity other than `error`/`warning`, or an action that its findings do not
+/// give (`rejected` needs an error finding, `warned` a finding; srun reports only launches it
+/// spoke about).
+pub fn forged_claim(r: &launchguard_core::protocol::Report) -> Option<String> {
+    for f in &r.findings {
+        if !launchguard_core::CheckKind::srun_ids().any(|id| id == f.id) {
+            return Some(format!(
+                "finding '{}' is not one srun's plugin reports",
+                clean(&f.id, 60)
+            ));
+        }
+        if f.severity != "error" && f.severity != "warning" {
+            return Some(format!("severity '{}'", clean(&f.severity, 16)));
+        }
+    }
+    let errors = r.findings.iter().any(|f| f.severity == "error");
+    match r.action.as_str() {
+        "rejected" if !errors => Some("rejected without an error finding".into()),
+        "warned" | "allowed" if r.findings.is_empty() => {
+            Some("an srun report without findings".into())
+        }
+        _ => None,
+    }
+}
+
 /// Longest a non-root client may stay connected, sending or not.
 const USER_CONN_LIFETIME: Duration = Duration::from_secs(60);
 /// Deadline for writing an answer to a client that does not read it.
@@ -85,6 +160,9 @@ impl Shared {
             last_check: Mutex::new(None),
             runner: Mutex::new(runner),
             limiter: Mutex::new(HashMap::new()),
+            claims: Mutex::new(HashMap::new()),
+            claim_drops: Mutex::new(HashMap::new()),
+            node: crate::gather::node_name(),
             conns: Mutex::new(HashMap::new()),
             textfile: Mutex::new(std::path::PathBuf::new()),
             prev: Mutex::new(HashMap::new()),
@@ -182,13 +260,8 @@ impl Shared {
                 .unwrap_or_else(|p| p.into_inner())
                 .clone(),
             reports: self.reports.recent(limit),
-            reports_total: self
-                .reports
-                .counters
-                .accepted()
-                .into_iter()
-                .map(|(a, n)| (a.to_string(), n))
-                .collect(),
+            reports_total: self.totals(crate::reports::SOURCES[0]),
+            claims_total: self.totals(crate::reports::SOURCES[1]),
             dropped_total: self
                 .reports
                 .counters
@@ -197,6 +270,17 @@ impl Shared {
                 .map(|(a, n)| (a.to_string(), n))
                 .collect(),
         }
+    }
+
+    /// `{action: n}` of one report source.
+    fn totals(&self, source: &str) -> HashMap<String, u64> {
+        self.reports
+            .counters
+            .accepted()
+            .into_iter()
+            .filter(|(s, _, _)| *s == source)
+            .map(|(_, a, n)| (a.to_string(), n))
+            .collect()
     }
 
     /// The current check runner (replaced on SIGHUP).
@@ -219,21 +303,43 @@ impl Shared {
             return true;
         }
         let rate = self.cfg.per_uid_rate as f64;
-        let burst = rate * 2.0;
-        let mut m = self.limiter.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if m.len() > 10_000 {
-            m.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+        take(&self.limiter, uid, rate, rate * 2.0, cost)
+    }
+
+    /// Whether a non-root uid may have one more srun-phase report (claim) accepted now; when not,
+    /// the drop is counted (`claim_rate`) and summed into that uid's next summary line.
+    fn allow_claim(self: &Arc<Self>, uid: u32) -> bool {
+        if uid == 0 || take(&self.claims, uid, CLAIM_RATE, CLAIM_BURST, 1.0) {
+            return true;
         }
-        let (tokens, last) = m.entry(uid).or_insert((burst, now));
-        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * rate).min(burst);
-        *last = now;
-        if *tokens >= cost {
-            *tokens -= cost;
-            true
-        } else {
-            false
+        self.reports.counters.drop_one("claim_rate");
+        let first = {
+            let mut m = self.claim_drops.lock().unwrap_or_else(|p| p.into_inner());
+            let n = m.entry(uid).or_insert(0);
+            *n += 1;
+            *n == 1
+        };
+        if first {
+            let sh = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(CLAIM_SUMMARY_AFTER).await;
+                let n = sh
+                    .claim_drops
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&uid)
+                    .unwrap_or(0);
+                tracing::warn!(
+                    launchguard.peer_uid = uid,
+                    launchguard.dropped = n,
+                    "{n} reports from uid {uid} dropped in {} s: more srun reports than {} at once and {} per second from one user (srun reports are the user's own claim; counted in launchguard_reports_dropped_total{{reason=\"claim_rate\"}})",
+                    CLAIM_SUMMARY_AFTER.as_secs(),
+                    CLAIM_BURST,
+                    CLAIM_RATE
+                );
+            });
         }
+        false
     }
 
     /// Admits a new connection from `uid`: root may use every slot; non-root peers share all but a
@@ -371,7 +477,18 @@ async fn client(stream: UnixStream, uid: u32, pid: Option<i32>, sh: Arc<Shared>)
                         "report refused: a non-root client claimed another uid"
                     );
                     sh.reports.counters.drop_one("uid_mismatch");
+                } else if let Some(why) = (!root_only_phase(&report.phase))
+                    .then(|| forged_claim(&report))
+                    .flatten()
+                {
+                    tracing::debug!(launchguard.peer_uid = uid, "srun report refused: {why}");
+                    sh.reports.counters.drop_one("bad_finding");
+                } else if !root_only_phase(&report.phase) && !sh.allow_claim(uid) {
+                    // Counted and summed into the uid's summary line by allow_claim.
                 } else {
+                    let mut report = report;
+                    // The node is this one, whatever the sender wrote.
+                    report.node.clone_from(&sh.node);
                     let from_slurmstepd = uid == 0 && root_only_phase(&report.phase);
                     let received = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)

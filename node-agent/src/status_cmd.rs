@@ -144,13 +144,24 @@ pub fn run(a: &Args) -> ExitCode {
         .filter(|(_, n)| **n > 0)
         .collect();
     drops.sort();
+    let mut claims: Vec<_> = reply.claims_total.iter().filter(|(_, n)| **n > 0).collect();
+    claims.sort();
     println!(
-        "launch reports: {}; dropped: {}",
+        "launch reports: {}; srun claims (sent by users' srun, unverified): {}; dropped: {}",
         totals
             .iter()
             .map(|(a, n)| format!("{a} {n}"))
             .collect::<Vec<_>>()
             .join(", "),
+        if claims.is_empty() {
+            "none".into()
+        } else {
+            claims
+                .iter()
+                .map(|(a, n)| format!("{a} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         if drops.is_empty() {
             "none".into()
         } else {
@@ -410,6 +421,7 @@ mod tests {
             status,
             message: message.into(),
             duration_ms: 0.1,
+            user_controlled: None,
         };
         crate::registry::NodeReport {
             schema: 1,

@@ -113,11 +113,13 @@ fn counter(st: &Value, group: &str, key: &str) -> u64 {
     st[group][key].as_u64().unwrap_or(0)
 }
 
-/// Every report and connection the agent has accounted for: accepted plus dropped.
+/// Every report and connection the agent has accounted for: accepted (slurmstepd's verdicts and
+/// users' srun claims) plus dropped.
 fn accounted(st: &Value) -> u64 {
-    ["reports_total", "dropped_total"]
+    ["reports_total", "claims_total", "dropped_total"]
         .iter()
-        .flat_map(|g| st[g].as_object().unwrap().values())
+        .filter_map(|g| st[g].as_object())
+        .flat_map(|o| o.values())
         .map(|v| v.as_u64().unwrap())
         .sum()
 }
@@ -235,7 +237,7 @@ fn reports_from_real_sruns_arrive_attributed_and_hostile_clients_are_counted() {
             .filter(|p| p.contains("launchguard_reports_dropped_total{reason=\"uid_mismatch\"} 1"))
     });
     assert!(
-        prom.contains("launchguard_reports_total{action=\"warned\"}"),
+        prom.contains("launchguard_reports_total{source=\"user_claim\",action=\"warned\"} 1"),
         "{prom}"
     );
     assert!(
@@ -424,7 +426,8 @@ fn a_user_cannot_forge_slurmstepds_reports_and_their_own_text_is_shown_neutralis
         r["report"]["job"].is_null() && r["report"]["step"].is_null(),
         "{r}"
     );
-    assert_eq!(r["report"]["node"], "n<U+202E>1-upg");
+    // The node is the agent's own, never the sender's.
+    assert_eq!(r["report"]["node"], st["last_check"]["node"], "{st}");
     assert_eq!(
         r["report"]["findings"][0]["message"],
         "ok<U+202E>gnp.exe<U+200B> done"
@@ -454,6 +457,96 @@ fn a_user_cannot_forge_slurmstepds_reports_and_their_own_text_is_shown_neutralis
     assert!(
         !log.contains('\u{202E}') && !log.contains('\u{200B}'),
         "{log}"
+    );
+}
+
+/// The agent's log lines (it runs with `--stderr`: `LEVEL message fields…`).
+fn log_lines(a: &Agent) -> Vec<String> {
+    std::fs::read_to_string(a.dir.join("agent.log"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The attack: a user writes 300 srun reports in one write, each naming another node, a node
+/// check's ID and error severity. Before, all 300 were counted as rejected launches and logged as
+/// ERROR (journal priority 2) with the forged node. Now the forged ID is refused, a well-formed
+/// claim flood is cut after [`CLAIM_BURST`] with one summary line, nothing moves slurmstepd's
+/// counters, and accepted claims carry the agent's node, the `user_claim` source and INFO level.
+#[test]
+fn a_users_srun_reports_are_claims_rate_limited_with_the_agents_node() {
+    // The per-connection line limit (bursts of twice per_uid_rate) is another guard: lift it so
+    // that both writes are read whole.
+    let a = Agent::start("agent-claims", "[reports]\nper_uid_rate = 1000\n");
+    let uid: u64 = cmd(&["id", "-u", "lgtest"]).stdout.trim().parse().unwrap();
+    let line = |id: &str| {
+        format!(
+            r#"{{"v":1,"kind":"launch","phase":"srun","uid":{uid},"node":"gpu-042","mode":"enforce","action":"rejected","findings":[{{"id":"{id}","severity":"error","message":"launchguard: {id}: forged"}}]}}"#
+        )
+    };
+    let at_start = a.status();
+    // 300 forged node-check claims, then 300 well-formed claims, each batch in one write.
+    send_as(
+        "lgtest",
+        &a.socket,
+        &format!("b'{}\\n' * 300", line("node.munge.key_mode")),
+    );
+    send_as(
+        "lgtest",
+        &a.socket,
+        &format!("b'{}\\n' * 300", line("launch.export_all")),
+    );
+    let st = wait_for("600 reports accounted for", 30, || {
+        let st = a.status();
+        (accounted(&st) >= accounted(&at_start) + 600).then_some(st)
+    });
+    let d = |k| counter(&st, "dropped_total", k);
+    assert_eq!(d("bad_finding"), 300, "{st}");
+    let accepted = counter(&st, "claims_total", "rejected");
+    assert!(
+        (20..=25).contains(&accepted) && accepted + d("claim_rate") == 300,
+        "burst of 20 (plus at most 1/s while the write is read), the rest dropped: {st}"
+    );
+    // slurmstepd's verdicts did not move.
+    assert_eq!(st["reports_total"], at_start["reports_total"], "{st}");
+    for r in reports(&st) {
+        assert_eq!(r["report"]["node"], st["last_check"]["node"], "{r}");
+        assert_ne!(r["report"]["node"], "gpu-042", "{r}");
+    }
+    // The journal (here the log): no ERROR for a claim, every claim marked as one, and one summary.
+    let summary = format!("reports from uid {uid} dropped");
+    let lines = wait_for("the summary line", 30, || {
+        let l = log_lines(&a);
+        l.iter().any(|x| x.contains(&summary)).then_some(l)
+    });
+    let launches: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("launch rejected"))
+        .collect();
+    assert_eq!(launches.len() as u64, accepted, "{lines:#?}");
+    assert!(
+        launches.iter().all(|l| l.contains(" INFO ")
+            && l.contains("claimed by the user's srun, not verified")
+            && l.contains("source=\"user_claim\"")
+            && !l.contains("gpu-042")),
+        "{launches:#?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("gpu-042")), "{lines:#?}");
+    let sums: Vec<&String> = lines.iter().filter(|l| l.contains(&summary)).collect();
+    assert_eq!(sums.len(), 1, "{sums:#?}");
+    assert!(
+        sums[0].contains(&format!("{} {summary}", d("claim_rate"))),
+        "{sums:#?}"
+    );
+    let prom = wait_for("the claim counters in the textfile", 30, || {
+        std::fs::read_to_string(a.dir.join("launchguard.prom"))
+            .ok()
+            .filter(|p| p.contains(&format!("launchguard_reports_total{{source=\"user_claim\",action=\"rejected\"}} {accepted}")))
+    });
+    assert!(
+        prom.contains("launchguard_reports_total{source=\"slurmstepd\",action=\"rejected\"} 0"),
+        "{prom}"
     );
 }
 

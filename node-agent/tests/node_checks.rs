@@ -142,6 +142,72 @@ fn a_munged_with_a_foreign_key_fails_the_round_trip() {
     );
 }
 
+/// munged's own rule for the directories above its files, on a real munged: a group-writable
+/// directory above the key (here the scratch directory that holds `etc/munge.key`) makes munged
+/// refuse to start and the check CRITICAL with `chmod g-w`; the sticky bit (1775) passes both.
+/// A socket directory users cannot search fails users' `munge` while root's works.
+#[test]
+fn munged_refuses_insecure_directories_and_the_check_says_so_first() {
+    let m = Munged::start("munge-dirs");
+    let cfg = config(&m.dir, &m.section());
+    let dir = m.dir.to_str().unwrap();
+    let (_, rep) = check(
+        &cfg,
+        &["node.munge.dirs_secure", "node.munge.socket_dir_access"],
+    );
+    assert_eq!(status_of(&rep, "node.munge.dirs_secure"), "ok", "{rep}");
+    assert_eq!(
+        status_of(&rep, "node.munge.socket_dir_access"),
+        "ok",
+        "{rep}"
+    );
+
+    cmd(&["chmod", "0775", dir]);
+    let (code, rep) = check(&cfg, &["node.munge.dirs_secure"]);
+    assert_eq!(
+        status_of(&rep, "node.munge.dirs_secure"),
+        "critical",
+        "{rep}"
+    );
+    assert_eq!(code, 2);
+    let msg = message_of(&rep, "node.munge.dirs_secure");
+    assert!(msg.contains(&format!("chmod g-w '{dir}'")), "{msg}");
+    m.stop();
+    let o = m.try_run();
+    assert_ne!(o.code, 0, "munged started on an insecure path: {o:?}");
+    assert!(
+        format!("{}{}", o.stdout, o.stderr).contains("group-writable"),
+        "{o:?}"
+    );
+
+    cmd(&["chmod", "1775", dir]);
+    let (_, rep) = check(&cfg, &["node.munge.dirs_secure"]);
+    assert_eq!(status_of(&rep, "node.munge.dirs_secure"), "ok", "{rep}");
+    m.run();
+
+    let run = m.socket.parent().unwrap().to_str().unwrap();
+    cmd(&["chmod", "0700", run]);
+    let (_, rep) = check(&cfg, &["node.munge.socket_dir_access"]);
+    assert_eq!(
+        status_of(&rep, "node.munge.socket_dir_access"),
+        "critical",
+        "{rep}"
+    );
+    assert!(
+        message_of(&rep, "node.munge.socket_dir_access").contains(&format!("chmod a+x '{run}'"))
+    );
+    let sock = m.socket.to_str().unwrap();
+    assert_eq!(
+        cmd(&["munge", "-n", "-S", sock]).code,
+        0,
+        "root's munge works"
+    );
+    let user = cmd(&["runuser", "-u", "lgtest", "--", "munge", "-n", "-S", sock]);
+    assert_ne!(user.code, 0, "a user reached the socket: {user:?}");
+    cmd(&["chmod", "0755", run]);
+    cmd(&["chmod", "0755", dir]);
+}
+
 /// Runs `launchguard check` in a private mount + UTS namespace with its own /etc/hosts and hostname.
 fn check_in_ns(dir: &Path, hosts: &str, hostname: &str, only: &str) -> serde_json::Value {
     let hp = dir.join("hosts");

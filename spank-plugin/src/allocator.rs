@@ -1,12 +1,13 @@
 //! sbatch and salloc (`init_post_opt`, allocator context): warns about an `--export` without `ALL`,
 //! which every srun inside the job inherits as `SLURM_EXPORT_ENV`, and about an
-//! `sbatch --container-image` GPU script whose batch step gets one CPU. Never rejects: `--export=NONE`
+//! `sbatch --container-image` GPU script whose batch step gets one CPU, and about GPU task options
+//! that make every srun of the job fail on this release (`launch.gpu_options`). Never rejects: `--export=NONE`
 //! is a legitimate choice for the batch script itself.
 
 use crate::ffi::{self, Spank};
 use crate::gather;
 use launchguard_core::argv::{self, ParsedArgv, Tool};
-use launchguard_core::checks::{cpus_per_task, export, judge};
+use launchguard_core::checks::{cpus_per_task, export, gpu_options, judge};
 use launchguard_core::{CheckKind, Mode};
 
 /// Most bytes of a batch script read for `#SBATCH` lines.
@@ -33,6 +34,14 @@ pub fn init_post_opt(sp: &Spank) -> bool {
             &parsed,
             script.as_ref(),
             &env,
+        ));
+    }
+    if policy.mode_for(CheckKind::GpuOptions) != Mode::Off {
+        findings.extend(gpu_options::check_allocation(
+            &parsed,
+            script.as_ref(),
+            gather::release(sp),
+            gather::micro_release(sp),
         ));
     }
     let verdict = judge(findings, &policy);

@@ -142,6 +142,7 @@ pub fn euid() -> u32 {
 pub enum StrItem {
     VersionMajor,
     VersionMinor,
+    VersionMicro,
 }
 
 /// The handle Slurm passes to a callback, with the plugstack arguments already decoded.
@@ -193,6 +194,7 @@ impl Spank {
         let it = match item {
             StrItem::VersionMajor => sys::S_SLURM_VERSION_MAJOR,
             StrItem::VersionMinor => sys::S_SLURM_VERSION_MINOR,
+            StrItem::VersionMicro => sys::S_SLURM_VERSION_MICRO,
         };
         let mut p: *const c_char = std::ptr::null();
         // SAFETY: the version items take one `char **` (spank.h) that Slurm points at a static string.

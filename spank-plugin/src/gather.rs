@@ -36,6 +36,12 @@ pub fn release(sp: &Spank) -> SlurmRelease {
     .unwrap_or_else(|| SlurmRelease::from_version_number(ffi::BUILT_FOR))
 }
 
+/// The running Slurm's micro release (`S_SLURM_VERSION_MICRO`, the 5 of 24.11.5); `None` when
+/// Slurm does not say.
+pub fn micro_release(sp: &Spank) -> Option<u16> {
+    sp.get_str(StrItem::VersionMicro)?.trim().parse().ok()
+}
+
 /// This node's NVIDIA GPU device files, `/dev/nvidia0`, `/dev/nvidia1`, … sorted by number (not
 /// `nvidiactl` & co.).
 pub fn nvidia_files() -> Vec<String> {

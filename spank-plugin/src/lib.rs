@@ -28,3 +28,4 @@ pub mod gather;
 pub mod host;
 pub mod srun;
 pub mod stepd;
+pub mod user_lines;

@@ -96,9 +96,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         }
     }
     let verdict = judge(findings, &policy);
-    for f in &verdict.shown {
-        ffi::log_user(&f.to_string());
-    }
+    crate::user_lines::show(verdict.shown.iter().map(|f| f.to_string()), "");
     let m = SrunMarker {
         cpus,
         container: export::uses_container(&parsed, &env),
@@ -127,7 +125,16 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     if verdict.reject {
         ffi::log_user(STOPPED);
     }
-    if !verdict.shown.is_empty() {
+    // The agent refuses an srun report naming a check that srun does not run (CheckKind::in_srun,
+    // the one list both sides read): every check called above must be one of them.
+    debug_assert!(verdict.shown.iter().all(|f| f.check.in_srun()));
+    let reported: Vec<_> = verdict
+        .shown
+        .iter()
+        .filter(|f| f.check.in_srun())
+        .cloned()
+        .collect();
+    if !reported.is_empty() {
         // Before allocation there is no job yet; slurmstepd reports the steps that run.
         crate::agent_client::report(
             &policy,
@@ -136,7 +143,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
                 job: None,
                 step: None,
                 uid: crate::agent_client::euid(),
-                shown: &verdict.shown,
+                shown: &reported,
                 reject: verdict.reject,
             },
         );

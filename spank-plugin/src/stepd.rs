@@ -30,6 +30,7 @@ use launchguard_core::checks::export::{self, StepEnv};
 use launchguard_core::checks::gpus::step_gpu_count;
 use launchguard_core::checks::imex::{self, StepImex};
 use launchguard_core::checks::marker::{self, SrunMarker};
+use launchguard_core::checks::memlock::{self, TaskMemlock};
 use launchguard_core::checks::nccl_env::{self, Fabric};
 use launchguard_core::checks::{judge, NodeFacts, Verdict};
 use launchguard_core::policy::parse_args;
@@ -104,9 +105,7 @@ pub fn user_init(sp: &Spank) -> bool {
                 .filter(|f| !already(f))
                 .map(|f| f.to_string())
                 .collect();
-            for l in &lines {
-                ffi::log_user(l);
-            }
+            crate::user_lines::show(lines, IN_SLURMD_LOG);
             if st.cpus.reject {
                 ffi::log_user(STOPPED);
             }
@@ -255,6 +254,10 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
     })
 }
 
+/// Where every finding of a step is, when the terminal shows only the first
+/// [`crate::user_lines::MAX_LINES`].
+const IN_SLURMD_LOG: &str = "; slurmd's log on this node has every one";
+
 /// Prints a verdict's findings from one task only and logs them; returns whether the task may go on.
 /// The findings shown are added to `seen` for the agent report.
 fn speak(
@@ -277,8 +280,8 @@ fn speak(
     if me == Some(0) {
         for f in &v.shown {
             ffi::log_info(&format!("{f} ({})", st.label));
-            ffi::log_user(&f.to_string());
         }
+        crate::user_lines::show(v.shown.iter().map(|f| f.to_string()), IN_SLURMD_LOG);
         if v.reject {
             ffi::log_user(STOPPED);
         }
@@ -523,12 +526,39 @@ pub fn task_init(sp: &Spank) -> bool {
         if st.policy.mode_for(CheckKind::ImexChannel) != Mode::Off && h.imex_major.is_some() {
             ok &= speak(sp, st, imex::check(&step_imex(sp, st, h)), true, &mut seen);
         }
+        if st.policy.mode_for(CheckKind::Memlock) != Mode::Off
+            && step_has_gpus
+            && !h.hcas.is_empty()
+        {
+            if let Some(t) = task_memlock(sp, h) {
+                ok &= speak(sp, st, memlock::check(&t), true, &mut seen);
+            }
+        }
     }
     ok &= speak(sp, st, findings, false, &mut seen);
     if !seen.is_empty() && sp.get_number(NumItem::TaskLocalId) == Some(0) {
         report(st, "task", &seen, !ok);
     }
     ok
+}
+
+/// The task's own locked-memory limits (`/proc/self/limits`: `task_init` runs in the task after
+/// slurmstepd set the propagated limits) for `launch.memlock`, on a step of several nodes; `None` for
+/// a one-node step or an unreadable file.
+fn task_memlock(sp: &Spank, h: &HostFacts) -> Option<TaskMemlock> {
+    let step_nodes: u32 = sp.getenv("SLURM_STEP_NUM_NODES")?.trim().parse().ok()?;
+    if step_nodes < 2 {
+        return None;
+    }
+    let text = gather::read_small(std::path::Path::new("/proc/self/limits"), 8 << 10)?;
+    let (soft, hard) = launchguard_core::node::memlock::parse_limits(&text)?;
+    Some(TaskMemlock {
+        soft,
+        hard,
+        rdma_nics: h.hcas.iter().map(|x| x.name.clone()).collect(),
+        step_nodes,
+        gpu_step: true,
+    })
 }
 
 /// The node's fabric: the admin's `fabric=`, else the drivers behind `/sys/class/infiniband`.

@@ -208,10 +208,63 @@ fn export_value_cut_at_a_comma_warns_and_the_step_runs() {
         r.findings(),
         vec!["launchguard: launch.export_split: --export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET is cut at the comma: \
               the step gets NCCL_DEBUG_SUBSYS=INIT and 'NET' is read as a variable name; \
-              NCCL_DEBUG_SUBSYS silently loses part of its value, since Slurm splits --export on every comma; \
-              set it in the job script with export NCCL_DEBUG_SUBSYS=INIT,NET and pass --export=ALL (or no --export)"],
+              NCCL_DEBUG_SUBSYS silently loses part of its value, since Slurm splits --export at every comma outside quotes; \
+              quote the whole entry, --export='ALL,\"NCCL_DEBUG_SUBSYS=INIT,NET\"' (Slurm keeps commas inside quotes and \
+              drops quotes around a whole entry), or export NCCL_DEBUG_SUBSYS in the job script and pass --export=ALL"],
         "{r:#?}"
     );
+}
+
+/// What `launch.export_split` says the step gets for `--export=VALUE` is what the running release's
+/// srun gives the task (srun splits with `find_quote_token`: quotes protect commas and are kept,
+/// quotes around a whole entry are dropped), and the fix it offers works. Field report: on 22.05
+/// `--export='ALL,X="a,b"'` gives the task `X="a,b"`, yet the line said the value was cut.
+#[test]
+fn export_split_says_what_the_task_really_gets() {
+    let _g = lock();
+    plugstack("mode=warn");
+    // (export value, what the task's X is, the line's claim or None for no finding)
+    let table: &[(&str, &str, Option<&str>)] = &[
+        (
+            "ALL,X=\"a,b\"",
+            "\"a,b\"",
+            Some("keeps the quotes: the step gets X=\"a,b\", quote characters included"),
+        ),
+        (
+            "ALL,X='a,b'",
+            "'a,b'",
+            Some("keeps the quotes: the step gets X='a,b', quote characters included"),
+        ),
+        (
+            "ALL,X=a,b",
+            "a",
+            Some("is cut at the comma: the step gets X=a and 'b' is read as a variable name"),
+        ),
+        // the fix the lines give: the whole entry quoted
+        ("ALL,\"X=a,b\"", "a,b", None),
+    ];
+    for (value, task_gets, claim) in table {
+        let export = format!("--export={value}");
+        let r = srun(As::User, &[&export, "printenv", "X"]);
+        assert_eq!(r.code, 0, "{r:#?}");
+        assert_eq!(
+            r.stdout,
+            format!("{task_gets}\n"),
+            "what srun gives the task for {export}: {r:#?}"
+        );
+        let lines = r.findings();
+        match claim {
+            Some(c) => {
+                assert_eq!(lines.len(), 1, "{export}: {r:#?}");
+                assert!(
+                    lines[0]
+                        .starts_with(&format!("launchguard: launch.export_split: {export} {c};")),
+                    "{export}: {r:#?}"
+                );
+            }
+            None => assert!(lines.is_empty(), "{export}: {r:#?}"),
+        }
+    }
 }
 
 const TRAP_SCRIPT: &str = "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nsrun bash -c 'echo step ran'\necho \"srun rc=$?\"\n";
@@ -222,6 +275,61 @@ fn trap_line() -> String {
          from the allocation (sbatch/salloc -c 2); {WHY_ONE}; \
          add -c 2 to srun, or export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK in the job script before srun"
     )
+}
+
+/// `sbatch --ntasks-per-gpu=1 -c 2`: on the releases whose srun refuses the job's
+/// `SLURM_TRES_PER_TASK=cpu=2` next to `SLURM_NTASKS_PER_GPU` (23.11.7–25.05.0: 24.11 here), sbatch
+/// is warned and the plain srun inside really dies with Slurm's own fatal line, while the fix it
+/// names (`unset SLURM_TRES_PER_TASK`) runs; on 22.05 the same job runs and nothing is said.
+#[test]
+fn ntasks_per_gpu_with_c_warns_exactly_where_srun_refuses_it() {
+    let _g = lock();
+    plugstack("mode=warn");
+    let v = run(As::Root, &[], &["srun", "--version"]);
+    let full = v
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .expect("version")
+        .to_string();
+    let micro: Option<u16> = full.split('.').nth(2).and_then(|m| m.parse().ok());
+    let (major, minor) = release();
+    let refuses = launchguard_core::checks::gpu_options::refuses_tres_per_task(
+        launchguard_core::SlurmRelease::new(major, minor),
+        micro,
+    )
+    .expect("micro release known");
+    let script = "#!/bin/bash\nsrun true; echo srun rc=$?\nunset SLURM_TRES_PER_TASK\nsrun true; echo fixed rc=$?\n";
+    let (r, out) = sbatch(
+        As::User,
+        "ntasks-per-gpu",
+        &["--ntasks-per-gpu=1", "--gpus=1", "-c", "2"],
+        script,
+    );
+    assert_eq!(r.code, 0, "{r:#?}");
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("launchguard: launch.gpu_options"))
+        .collect();
+    assert!(out.contains("fixed rc=0\n"), "{out}");
+    if refuses {
+        assert!(
+            out.contains("SLURM_TRES_PER_TASK is mutually exclusive with --ntasks-per-gpu")
+                && out.contains("srun rc=1\n"),
+            "srun did not refuse on {full}: {out}"
+        );
+        assert_eq!(said.len(), 1, "{r:#?}");
+        assert!(
+            said[0].contains(&format!("on Slurm {major}.{minor:02}.")),
+            "{}",
+            said[0]
+        );
+        assert!(said[0].contains("unset SLURM_TRES_PER_TASK"), "{}", said[0]);
+    } else {
+        assert!(out.contains("srun rc=0\n"), "srun failed on {full}: {out}");
+        assert!(said.is_empty(), "{r:#?}");
+    }
 }
 
 #[test]
@@ -797,4 +905,44 @@ fn nccl_rules_spare_cpu_only_steps_and_stop_gpu_steps_early() {
     {
         assert!(ours < slurm, "launchguard's line first: {r:#?}");
     }
+}
+
+/// A plugstack line longer than Slurm's 4095-byte line buffer: Slurm cuts it (the plugin gets the
+/// devices of the first piece only, and logs `Invalid option`/`Invalid line. Ignoring.` for the
+/// rest), and the launch prints at most 10 finding lines, then how many more it did not show.
+/// Field report: such a launch printed 158 `launch.devices` lines.
+#[test]
+fn a_plugstack_line_past_slurms_buffer_gives_a_capped_launch() {
+    let _g = lock();
+    let head = format!("required {PLUGIN_PATH} mode=warn devices=");
+    let list: Vec<String> = (0..400)
+        .map(|i| format!("/dev/lgtest-absent-{i:04}"))
+        .collect();
+    let line = format!("{head}{}", list.join(","));
+    assert!(line.len() > 4095);
+    // What Slurm hands the plugin: the first 4095 bytes (fgets into a 4096-byte buffer).
+    let kept = line[..4095][head.len()..].split(',').count();
+    assert!(
+        !line[..4095].ends_with(','),
+        "a cut after a comma would void the whole list"
+    );
+    plugstack_line(&line);
+    let r = srun(As::User, &["-n1", "true"]);
+    no_plugstack();
+    assert_eq!(r.code, 0, "warn mode: {r:#?}");
+    assert!(
+        r.stderr.contains("Invalid line. Ignoring."),
+        "Slurm's own word on the cut: {r:#?}"
+    );
+    let shown = r
+        .findings()
+        .into_iter()
+        .filter(|l| l.starts_with("launchguard: launch.devices:"))
+        .count();
+    assert_eq!(shown, 10, "{r:#?}");
+    let more = format!(
+        "launchguard: {} more finding lines not shown (at most 10 per launch); slurmd's log on this node has every one",
+        kept - 10
+    );
+    assert!(r.stderr.lines().any(|l| l == more), "want {more:?}: {r:#?}");
 }

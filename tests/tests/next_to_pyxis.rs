@@ -271,9 +271,16 @@ fn nccl_environment_is_judged_per_fabric() {
         (
             "fabric=efa",
             "NCCL_NET=AWS Libfabric",
-            "efa.nccl_net",
+            "efa.nccl_net_old_name",
             false,
         ),
+        (
+            "fabric=efa",
+            "NCCL_NET=Socket",
+            "efa.nccl_net_socket",
+            false,
+        ),
+        ("fabric=efa", "NCCL_NET=UCX", "efa.nccl_net", false),
         (
             "fabric=efa",
             "NCCL_NET_PLUGIN=ib",

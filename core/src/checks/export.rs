@@ -6,8 +6,11 @@
 //! in docs/spank.md. srun reads `--export`, then `SRUN_EXPORT_ENV`, then `SLURM_EXPORT_ENV` (srun(1)).
 //!
 //! `docs/field-rules.md`, "No commas inside an `--export` value": `--export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET`
-//! gives the task `NCCL_DEBUG_SUBSYS=INIT` and reads `NET` as a variable name; and quotes are kept
-//! literally (`X="A,B"` reaches the task as `"A`).
+//! gives the task `NCCL_DEBUG_SUBSYS=INIT` and reads `NET` as a variable name. Quotes protect commas
+//! but are kept in the value: `X="A,B"` reaches the task as `X="A,B"`, quote characters included;
+//! only quotes around a whole entry (`"X=A,B"`) are removed, giving `X=A,B`. That is how srun splits
+//! the list in every release from 20.02 to 26.05 (`find_quote_token` in Slurm's `src/common/env.c`,
+//! called by srun's `_build_user_env` and sbatch's `env_merge_filter`); [`tokens`] follows it.
 
 use super::env::Env;
 use crate::argv::{ParsedArgv, Tool};
@@ -36,7 +39,7 @@ pub const OWN_VAR_PREFIXES: &[&str] = &[
 /// Names of the caller's own variables (see [`OWN_VAR_PREFIXES`]) that an export value without
 /// `ALL` does not carry to the step: set in `env`, not named in `value`. Sorted.
 pub fn lost_own_vars(value: &str, env: &(impl Env + ?Sized)) -> Vec<String> {
-    let named: Vec<&str> = tokens(value)
+    let named: Vec<&str> = texts(value)
         .map(|t| t.split('=').next().unwrap_or("").trim())
         .collect();
     let mut out: Vec<String> = env
@@ -98,18 +101,80 @@ pub enum ExportSource {
     Script,
 }
 
-fn tokens(value: &str) -> impl Iterator<Item = &str> {
-    value.split(',')
+/// One entry of an export list as Slurm reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportToken<'a> {
+    /// The entry as written, quotes included (for rewriting the list).
+    pub raw: &'a str,
+    /// What Slurm uses: `raw` without the quotes around it when it starts and ends with the same
+    /// quote character; every other quote character is kept.
+    pub text: &'a str,
+    /// A quote was left open: Slurm logs `error: Improperly formed environment variable (…)` and
+    /// takes the rest of the list, commas included, as this one entry.
+    pub unbalanced: bool,
+}
+
+/// Splits an export list the way srun and sbatch do (`find_quote_token` in Slurm's
+/// `src/common/env.c`, the same from 20.02 to 26.05): at commas outside quotes; a `'` or `"`
+/// toggles its own kind of quoting wherever it appears (the two kinds do not nest); an entry that
+/// starts and ends with the same quote character loses those two; an open quote at the end makes the
+/// rest one entry. An empty list, or a trailing comma, gives no further entry.
+pub fn tokens(value: &str) -> Vec<ExportToken<'_>> {
+    let b = value.as_bytes();
+    let mut out = vec![];
+    let mut start = 0;
+    while start < b.len() {
+        let (mut single, mut double) = (false, false);
+        let mut i = start;
+        let mut unbalanced = false;
+        loop {
+            match b.get(i) {
+                Some(b'\'') => single = !single,
+                Some(b'"') => double = !double,
+                Some(b',') if !single && !double => break,
+                None if !single && !double => break,
+                None => {
+                    unbalanced = true;
+                    break;
+                }
+                Some(_) => {}
+            }
+            i += 1;
+        }
+        let raw = &value[start..i];
+        let rb = raw.as_bytes();
+        let text = if !unbalanced
+            && rb.len() >= 2
+            && matches!(rb[0], b'"' | b'\'')
+            && rb[rb.len() - 1] == rb[0]
+        {
+            &raw[1..raw.len() - 1]
+        } else {
+            raw
+        };
+        out.push(ExportToken {
+            raw,
+            text,
+            unbalanced,
+        });
+        start = i + 1;
+    }
+    out
+}
+
+/// The entries' texts (what Slurm uses), in order.
+fn texts(value: &str) -> impl Iterator<Item = &str> {
+    tokens(value).into_iter().map(|t| t.text)
 }
 
 /// Whether an export value includes `ALL` (case-insensitive, anywhere in the list).
 pub fn has_all(value: &str) -> bool {
-    tokens(value).any(|t| t.trim().eq_ignore_ascii_case("ALL"))
+    texts(value).any(|t| t.trim().eq_ignore_ascii_case("ALL"))
 }
 
 /// Whether an export list passes `PATH` itself (`PATH` or `PATH=…`): the step then has a PATH.
 pub fn names_path(value: &str) -> bool {
-    tokens(value).any(|t| {
+    texts(value).any(|t| {
         let t = t.trim();
         t == "PATH" || t.starts_with("PATH=")
     })
@@ -133,13 +198,15 @@ pub fn uses_container(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> bool {
 /// `FOO=1` → `ALL,FOO=1`, `NONE` → `ALL`.
 pub fn with_all(value: &str) -> String {
     let rest: Vec<&str> = tokens(value)
+        .into_iter()
         .filter(|t| {
-            let t = t.trim();
+            let t = t.text.trim();
             !t.is_empty()
                 && !t.eq_ignore_ascii_case("NONE")
                 && !t.eq_ignore_ascii_case("NIL")
                 && !t.eq_ignore_ascii_case("ALL")
         })
+        .map(|t| t.raw)
         .collect();
     if rest.is_empty() {
         "ALL".into()
@@ -154,33 +221,63 @@ fn valid_name(s: &str) -> bool {
         && c.all(|ch| ch == '_' || ch.is_ascii_alphanumeric())
 }
 
-/// Findings about an export list being cut at commas or carrying quotes (`launch.export_split`).
-/// `env` is the caller's environment: a bare name after `NAME=value` that is not set there is a piece
-/// of the value.
+/// The entry `NAME=value` quoted as a whole, the one form in which Slurm keeps commas and drops the
+/// quotes (quote characters inside the value are left out): `X=a,b` → `"X=a,b"`.
+fn whole_entry(name: &str, value: &str) -> String {
+    format!("\"{name}={}\"", value.replace(['"', '\''], ""))
+}
+
+/// The fix for a value that needs commas: quote the whole entry (shown as typed in a shell), or set
+/// it in the job script.
+fn quote_fix(name: &str, value: &str) -> String {
+    format!(
+        "quote the whole entry, --export='ALL,{}' (Slurm keeps commas inside quotes and drops quotes around a whole entry), or export {name} in the job script and pass --export=ALL",
+        clip(&whole_entry(name, value), 60)
+    )
+}
+
+/// Findings about an export list being cut at commas or carrying quotes (`launch.export_split`),
+/// judged on the entries as Slurm splits them ([`tokens`]). `env` is the caller's environment: a bare
+/// name after `NAME=value` that is not set there is a piece of the value.
 pub fn split_findings(value: &str, env: &(impl Env + ?Sized), label: &str) -> Vec<Finding> {
     let mut out = vec![];
-    let toks: Vec<&str> = tokens(value).collect();
+    let toks = tokens(value);
     let mut i = 0;
     while i < toks.len() {
-        let t = toks[i];
+        let t = &toks[i];
         i += 1;
-        let Some((name, val)) = t.split_once('=') else {
+        let Some((name, val)) = t.text.split_once('=') else {
             continue;
         };
-        if val.starts_with('"') || val.starts_with('\'') {
+        if t.unbalanced {
             out.push(Finding {
                 check: CheckKind::ExportSplit,
                 severity: Severity::Warning,
-                what: format!("{label}: quotes in '{}' are passed literally", clip(t, 60)),
-                why: format!("the step gets {name} with the quote characters in its value"),
-                fix: format!(
-                    "drop the quotes, or export {name} in the job script and pass --export=ALL"
+                what: format!(
+                    "{label} leaves a quote open in '{}': Slurm prints 'Improperly formed environment variable' and the step gets {name}={}, the rest of the list included",
+                    clip(t.raw, 60),
+                    clip(val, 40)
                 ),
+                why: format!("{name} gets a wrong value and the entries after it are never exported"),
+                fix: quote_fix(name, val),
+            });
+            continue;
+        }
+        if val.contains(['"', '\'']) {
+            out.push(Finding {
+                check: CheckKind::ExportSplit,
+                severity: Severity::Warning,
+                what: format!(
+                    "{label} keeps the quotes: the step gets {name}={}, quote characters included",
+                    clip(val, 40)
+                ),
+                why: format!("{name}'s value carries the quote characters, which programs read as part of it"),
+                fix: quote_fix(name, val),
             });
         }
         let mut pieces = vec![];
         while i < toks.len() {
-            let b = toks[i];
+            let b = toks[i].text;
             let bt = b.trim();
             if bt.contains('=')
                 || bt.eq_ignore_ascii_case("ALL")
@@ -208,11 +305,8 @@ pub fn split_findings(value: &str, env: &(impl Env + ?Sized), label: &str) -> Ve
                     clip(val, 40),
                     clip(&pieces.join(","), 40)
                 ),
-                why: format!("{name} silently loses part of its value, since Slurm splits --export on every comma"),
-                fix: format!(
-                    "set it in the job script with export {name}={} and pass --export=ALL (or no --export)",
-                    clip(&meant, 60)
-                ),
+                why: format!("{name} silently loses part of its value, since Slurm splits --export at every comma outside quotes"),
+                fix: quote_fix(name, &meant),
             });
         }
     }
@@ -474,11 +568,14 @@ mod tests {
                 &[("HOME", "/root")],
                 &["launch.export_all"],
             ),
+            // the quotes protect the comma (one finding: they are kept), a whole quoted entry is fine
             (
                 &["srun", "--export=ALL,X=\"A,B\"", "env"],
                 &[],
-                &["launch.export_split", "launch.export_split"],
+                &["launch.export_split"],
             ),
+            (&["srun", "--export=ALL,\"X=A,B\"", "env"], &[], &[]),
+            (&["srun", "--export=ALL,'X=A,B',Y=1", "env"], &[], &[]),
         ];
         for (argv, env, ids) in table {
             let got: Vec<&str> = srun(argv, env).iter().map(|f| f.id()).collect();
@@ -598,8 +695,62 @@ mod tests {
             f[0].to_string(),
             "launchguard: launch.export_split: --export=ALL,NCCL_DEBUG_SUBSYS=INIT,NET is cut at the comma: \
              the step gets NCCL_DEBUG_SUBSYS=INIT and 'NET' is read as a variable name; \
-             NCCL_DEBUG_SUBSYS silently loses part of its value, since Slurm splits --export on every comma; \
-             set it in the job script with export NCCL_DEBUG_SUBSYS=INIT,NET and pass --export=ALL (or no --export)"
+             NCCL_DEBUG_SUBSYS silently loses part of its value, since Slurm splits --export at every comma outside quotes; \
+             quote the whole entry, --export='ALL,\"NCCL_DEBUG_SUBSYS=INIT,NET\"' (Slurm keeps commas inside quotes and \
+             drops quotes around a whole entry), or export NCCL_DEBUG_SUBSYS in the job script and pass --export=ALL"
+        );
+    }
+
+    #[test]
+    fn the_list_is_split_as_slurm_splits_it() {
+        let t = |v: &str| -> Vec<(String, bool)> {
+            tokens(v)
+                .into_iter()
+                .map(|t| (t.text.to_string(), t.unbalanced))
+                .collect()
+        };
+        let ok = |xs: &[&str]| -> Vec<(String, bool)> {
+            xs.iter().map(|x| (x.to_string(), false)).collect()
+        };
+        assert_eq!(t("ALL,X=a,b"), ok(&["ALL", "X=a", "b"]));
+        // quotes protect commas and stay in the value, unless they wrap the whole entry
+        assert_eq!(t("ALL,X=\"a,b\""), ok(&["ALL", "X=\"a,b\""]));
+        assert_eq!(t("ALL,\"X=a,b\",Y"), ok(&["ALL", "X=a,b", "Y"]));
+        assert_eq!(t("ALL,'X=a,b'"), ok(&["ALL", "X=a,b"]));
+        assert_eq!(
+            t("X=\"a\"b,c\",Y=1"),
+            vec![("X=\"a\"b".into(), false), ("c\",Y=1".into(), true)]
+        );
+        // an open quote takes the rest of the list
+        assert_eq!(
+            t("ALL,X=\"a,b,Y=1"),
+            vec![("ALL".into(), false), ("X=\"a,b,Y=1".into(), true)]
+        );
+        assert_eq!(t(""), ok(&[]));
+        assert_eq!(t("ALL,"), ok(&["ALL"]));
+        assert_eq!(t("A,,B"), ok(&["A", "", "B"]));
+    }
+
+    /// Field report: `srun --export='ALL,X="a,b"'` on 22.05 gives the task `X="a,b"` (quotes
+    /// included); the line said the value was cut at the comma.
+    #[test]
+    fn a_quoted_comma_is_kept_and_the_line_says_so() {
+        let f = srun(&["srun", "--export=ALL,X=\"a,b\"", "env"], &[]);
+        let lines: Vec<String> = f.iter().map(|f| f.to_string()).collect();
+        assert_eq!(
+            lines,
+            vec!["launchguard: launch.export_split: --export=ALL,X=\"a,b\" keeps the quotes: the step gets X=\"a,b\", \
+                  quote characters included; X's value carries the quote characters, which programs read as part of it; \
+                  quote the whole entry, --export='ALL,\"X=a,b\"' (Slurm keeps commas inside quotes and drops quotes \
+                  around a whole entry), or export X in the job script and pass --export=ALL"]
+        );
+        let f = srun(&["srun", "--export=ALL,X=\"a,b,Y=1", "env"], &[]);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].what.contains("leaves a quote open in 'X=\"a,b,Y=1'")
+                && f[0].what.contains("the step gets X=\"a,b,Y=1"),
+            "{}",
+            f[0].what
         );
     }
 

@@ -13,9 +13,11 @@ pub mod devices;
 pub mod enroot;
 pub mod env;
 pub mod export;
+pub mod gpu_options;
 pub mod gpus;
 pub mod imex;
 pub mod marker;
+pub mod memlock;
 pub mod nccl_env;
 
 use crate::finding::{Finding, Severity};

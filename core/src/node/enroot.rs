@@ -102,11 +102,15 @@ pub struct Storage {
     pub path: String,
     /// The filesystem of `ancestor` (where the directory is or will be created).
     pub fs: Fs,
-    /// `lstat` of the path's fixed part ([`fixed_part`]): [`DirState::Missing`] when absent.
+    /// The path's fixed part ([`fixed_part`]) as a walk from `/` that follows no user's symlink
+    /// found it: [`DirState::Missing`] when absent, [`DirState::NotDir`] for a file or a symlink.
     pub base: DirState,
     /// The deepest existing directory of the fixed part and its state (the fixed part itself when
     /// it exists).
     pub ancestor: (String, DirState),
+    /// Who, other than root, controls the fixed part (owns it or a directory above it, or can
+    /// create it), e.g. `uid 1001 (alice) owns '/tmp/enroot-data'`; `None` when only root can.
+    pub controlled_by: Option<String>,
 }
 
 /// enroot's NVIDIA hook on this node.
@@ -225,6 +229,19 @@ fn storage_problems(s: &Storage) -> Vec<(Status, String)> {
             ),
         )),
         _ => {}
+    }
+    // The configuration that lets a user own, create or swap the directory every user's path lies
+    // in: whatever is wrong or right with it today is that user's choice.
+    if let Some(who) = &s.controlled_by {
+        out.push((
+            Status::Warning,
+            format!(
+                "{} {}: {} is not root's ({who}), so a user can squat it or swap it for a link and fail every other user's Pyxis job",
+                s.key,
+                quote(&s.path),
+                quote(&fixed)
+            ),
+        ));
     }
     // Where it lives: only meaningful where it exists or users can create it.
     if out.iter().all(|(st, _)| *st != Status::Critical) {
@@ -369,19 +386,47 @@ fn check_enroot_tmpfiles(f: &EnrootFacts, dir: Option<&str>) -> Outcome {
 }
 
 /// `node.enroot.storage`: data and cache paths per user, on node-local storage under a 1777 parent.
+/// A status that rests only on paths a user controls ([`Storage::controlled_by`]) is marked
+/// user-controlled, so that user cannot drain the node (nor lift a drain) by moving a directory.
 fn check_enroot_storage(f: &EnrootFacts) -> Outcome {
-    let mut problems: Vec<(Status, String)> = f.storage.iter().flat_map(storage_problems).collect();
-    problems.sort_by_key(|(st, _)| if *st == Status::Critical { 0 } else { 1 });
-    match problems.first() {
-        None => Outcome::ok("node.enroot.storage"),
-        Some((st, _)) => Outcome::new(
-            "node.enroot.storage",
-            *st,
-            problems.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join(", "),
-            "container images are tens of GB and each user needs a directory of their own: a missing parent or one directory owned by one user fails every other user's Pyxis job, / fills the root disk, a network filesystem makes every import slow",
-            "use per-user paths on node-local NVMe under a parent created at boot with mode 1777, e.g. `ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-$(id -u)` and 'd /opt/dlami/nvme/enroot/data 1777 root root -' in /etc/tmpfiles.d/enroot.conf",
+    let mut problems: Vec<(Status, String, Option<&str>)> = f
+        .storage
+        .iter()
+        .flat_map(|s| {
+            storage_problems(s)
+                .into_iter()
+                .map(move |(st, w)| (st, w, s.controlled_by.as_deref()))
+        })
+        .collect();
+    problems.sort_by_key(|(st, _, _)| if *st == Status::Critical { 0 } else { 1 });
+    let Some((st, _, _)) = problems.first() else {
+        return Outcome::ok("node.enroot.storage");
+    };
+    let worst: Vec<_> = problems.iter().filter(|(s, _, _)| s == st).collect();
+    let user = worst
+        .iter()
+        .all(|(_, _, who)| who.is_some())
+        .then(|| worst[0].2.map(String::from))
+        .flatten();
+    let squatted = f
+        .storage
+        .iter()
+        .find(|s| s.controlled_by.is_some())
+        .and_then(|s| fixed_part(&s.path));
+    let fix = match squatted {
+        Some(fixed) => format!(
+            "let root own the parent: move '{fixed}' aside, add 'd {fixed} 1777 root root -' to /etc/tmpfiles.d/enroot.conf and run systemd-tmpfiles --create /etc/tmpfiles.d/enroot.conf (or use per-user paths under a root-owned 1777 directory on node-local NVMe, e.g. `ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-$(id -u)`)"
         ),
-    }
+        None => "use per-user paths on node-local NVMe under a parent created at boot with mode 1777, e.g. `ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data/user-$(id -u)` and 'd /opt/dlami/nvme/enroot/data 1777 root root -' in /etc/tmpfiles.d/enroot.conf".into(),
+    };
+    Outcome::new(
+        "node.enroot.storage",
+        *st,
+        problems.iter().map(|(_, w, _)| w.as_str()).collect::<Vec<_>>().join(", "),
+        "container images are tens of GB and each user needs a directory of their own: a missing parent or one directory owned by one user fails every other user's Pyxis job, / fills the root disk, a network filesystem makes every import slow",
+        fix,
+    )
+    .controlled_by(user)
 }
 
 /// `node.enroot.restrict_dev`: an EFA node does not hide `/dev` from containers.
@@ -509,7 +554,49 @@ ENROOT_RESTRICT_DEV      n\n";
             ancestor: anc
                 .map(|(a, s)| (a.to_string(), s))
                 .unwrap_or((fixed, base)),
+            controlled_by: None,
         }
+    }
+
+    /// Smallest input: ENROOT_DATA_PATH /tmp/enroot-data/user-$(id -u) where uid 1001 put a
+    /// symlink at /tmp/enroot-data. Before: CRITICAL with nothing saying whose it is, and health
+    /// drained on it.
+    #[test]
+    fn a_parent_a_user_controls_is_reported_as_theirs_and_never_drains() {
+        let mut f = facts(SEED);
+        let mut s = store(
+            "ENROOT_DATA_PATH",
+            "/tmp/enroot-data/user-$(id -u)",
+            Fs::Root,
+            DirState::NotDir,
+            Some(("/tmp", STICKY)),
+        );
+        s.controlled_by = Some("uid 1001 (lgtest) owns '/tmp/enroot-data'".into());
+        f.storage = vec![s.clone()];
+        let o = judge(&f)
+            .into_iter()
+            .find(|o| o.id == "node.enroot.storage")
+            .unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert_eq!(
+            o.user_controlled.as_deref(),
+            Some("uid 1001 (lgtest) owns '/tmp/enroot-data'")
+        );
+        assert!(o.what.contains("uid 1001 (lgtest)"), "{}", o.what);
+        assert!(
+            o.fix.contains("'d /tmp/enroot-data 1777 root root -'"),
+            "{}",
+            o.fix
+        );
+        // A root-owned parent with the same fault is root's doing: not marked, so it drains.
+        s.controlled_by = None;
+        f.storage = vec![s];
+        let o = judge(&f)
+            .into_iter()
+            .find(|o| o.id == "node.enroot.storage")
+            .unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert_eq!(o.user_controlled, None);
     }
 
     fn status(f: &EnrootFacts, id: &str) -> Status {

@@ -9,7 +9,9 @@ pub mod enroot;
 pub mod gpu;
 pub mod hostname;
 pub mod imex;
+pub mod memlock;
 pub mod munge;
+pub mod munge_paths;
 pub mod nccl_env;
 pub mod plugstack;
 pub mod pmix;
@@ -118,6 +120,11 @@ pub struct Outcome {
     pub why: String,
     /// The exact fix (empty when OK).
     pub fix: String,
+    /// Set when the finding rests on state an unprivileged account controls (a path it owns or can
+    /// swap): says who, e.g. `uid 1001 (alice) owns '/home/alice'`. Such a finding is reported at its
+    /// status, but `launchguard health` never drains (nor keeps a drain) for it alone: a user must
+    /// not be able to switch a node's drain on and off.
+    pub user_controlled: Option<String>,
 }
 
 impl Outcome {
@@ -129,6 +136,7 @@ impl Outcome {
             what: String::new(),
             why: String::new(),
             fix: String::new(),
+            user_controlled: None,
         }
     }
 
@@ -146,7 +154,15 @@ impl Outcome {
             what: what.into(),
             why: why.into(),
             fix: fix.into(),
+            user_controlled: None,
         }
+    }
+
+    /// Marks the outcome as resting on state that `who` controls (see
+    /// [`Outcome::user_controlled`]); `None` leaves it unmarked.
+    pub fn controlled_by(mut self, who: Option<String>) -> Outcome {
+        self.user_controlled = who;
+        self
     }
 
     /// A check whose facts could not be gathered: `what` says which and why.
@@ -193,9 +209,11 @@ pub fn all_checks() -> Vec<CheckInfo> {
     let mut v = vec![];
     for (family, list) in [
         ("munge", munge::CHECKS),
+        ("munge_paths", munge_paths::CHECKS),
         ("hostname", hostname::CHECKS),
         ("slurm_conf", slurm_conf::CHECKS),
         ("pmix", pmix::CHECKS),
+        ("memlock", memlock::CHECKS),
         ("enroot", enroot::CHECKS),
         ("plugstack", plugstack::CHECKS),
         ("nccl_env", nccl_env::CHECKS),

@@ -67,10 +67,18 @@ pub enum Daemon {
 /// A copy of the key found under a shared path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedCopy {
-    /// Where.
+    /// Where: the path as walked, with no symlink in it.
     pub path: String,
     /// Its permission bits.
     pub mode: u32,
+    /// Its owner's uid.
+    pub uid: u32,
+    /// Who, other than root, can change what `path` resolves to (a user who owns a directory on
+    /// it, or the file), e.g. `uid 1001 (alice) owns '/home/alice'`; `None` when only root can.
+    pub controlled_by: Option<String>,
+    /// The one account that controls it, when one does: uid and name (a group or every account:
+    /// `None`).
+    pub controller: Option<(u32, Option<String>)>,
 }
 
 /// Everything the munge family judges.
@@ -265,42 +273,86 @@ fn check_munge_key_digest(f: &MungeFacts) -> Outcome {
     }
 }
 
-/// `node.munge.shared_copy`: no copy of the key on a shared filesystem.
+/// `node.munge.shared_copy`: no copy of the key on a shared filesystem. A copy whose path a user
+/// controls (they can swap a directory on it for a link to `/etc/munge`) gets no fix that root would
+/// run by path (`shred -u` would follow the link to the real key): the fix runs as that account, so
+/// the kernel stops it at the key's permissions; such a finding is marked user-controlled (a user
+/// could plant or remove it at will), so it never drains a node alone.
 fn check_munge_shared_copy(f: &MungeFacts) -> Outcome {
-    match f.shared_copies.first() {
-        None => Outcome::ok("node.munge.shared_copy"),
-        Some(c) => {
-            let exposed = f.shared_copies.iter().any(|c| c.mode & 0o044 != 0);
-            let others = f.shared_copies.len() - 1;
-            Outcome::new(
-                "node.munge.shared_copy",
-                if exposed {
-                    Status::Critical
-                } else {
-                    Status::Warning
-                },
-                format!(
-                    "a copy of the munge key is at {} (mode {:04o}){}",
-                    quote(&c.path),
-                    c.mode & 0o7777,
-                    if others > 0 {
-                        format!(" and {others} more")
-                    } else {
-                        String::new()
-                    }
+    let Some(first) = f.shared_copies.first() else {
+        return Outcome::ok("node.munge.shared_copy");
+    };
+    let exposed = f.shared_copies.iter().any(|c| c.mode & 0o044 != 0);
+    // The copies the status rests on: the exposed ones when any is, otherwise all.
+    let deciding: Vec<&SharedCopy> = f
+        .shared_copies
+        .iter()
+        .filter(|c| !exposed || c.mode & 0o044 != 0)
+        .collect();
+    // Name a root-only copy first: that one is a finding no user can take back.
+    let c = deciding
+        .iter()
+        .find(|c| c.controlled_by.is_none())
+        .copied()
+        .unwrap_or(first);
+    let user = deciding
+        .iter()
+        .all(|c| c.controlled_by.is_some())
+        .then(|| c.controlled_by.clone())
+        .flatten();
+    let others = f.shared_copies.len() - 1;
+    let fix = match &c.controlled_by {
+        None => format!(
+            "shred -u {} (distribute keys over a root-only channel)",
+            c.path
+        ),
+        Some(who) => {
+            let who = crate::finding::clip(who, 80);
+            let path = crate::finding::clip(&c.path, 200);
+            // As that account, a swapped-in link to the real key hits the key's permissions.
+            let as_them = match &c.controller {
+                Some((_, Some(name))) => Some(format!("runuser -u {name} --")),
+                Some((uid, None)) => Some(format!(
+                    "setpriv --reuid={uid} --regid={uid} --clear-groups --"
+                )),
+                None => None,
+            };
+            match as_them {
+                Some(run) => format!(
+                    "do not remove it by path as root ({who}, who can swap it for a link to the real key): {run} shred -u -- {path}; then treat the key as exposed and replace it on every node"
                 ),
-                if exposed {
-                    "users who can read it can forge credentials for any user, root included, on the whole cluster"
-                } else {
-                    "a key on a shared filesystem is one chmod away from every user"
-                },
-                format!(
-                    "shred -u {} (distribute keys over a root-only channel)",
-                    c.path
+                None => format!(
+                    "do not remove it by path as root ({who}, so its entries can be swapped for a link to the real key): make that directory writable by root only, then shred -u {path}; then treat the key as exposed and replace it on every node"
                 ),
-            )
+            }
         }
-    }
+    };
+    Outcome::new(
+        "node.munge.shared_copy",
+        if exposed {
+            Status::Critical
+        } else {
+            Status::Warning
+        },
+        format!(
+            "a copy of the munge key is at {} (mode {:04o}, owner uid {}){}",
+            quote(&c.path),
+            c.mode & 0o7777,
+            c.uid,
+            if others > 0 {
+                format!(" and {others} more")
+            } else {
+                String::new()
+            }
+        ),
+        if exposed {
+            "users who can read it can forge credentials for any user, root included, on the whole cluster"
+        } else {
+            "a key on a shared filesystem is one chmod away from every user"
+        },
+        fix,
+    )
+    .controlled_by(user)
 }
 
 #[cfg(test)]
@@ -398,9 +450,59 @@ mod tests {
         f.shared_copies = vec![SharedCopy {
             path: "/fsx/munge.key".into(),
             mode: 0o644,
+            uid: 0,
+            controlled_by: None,
+            controller: None,
         }];
         assert_eq!(status(&f, "node.munge.shared_copy"), Status::Critical);
+        let o = judge(&f).pop().unwrap();
+        assert_eq!(o.user_controlled, None);
+        assert!(o.fix.starts_with("shred -u /fsx/munge.key"), "{}", o.fix);
         f.shared_copies[0].mode = 0o400;
         assert_eq!(status(&f, "node.munge.shared_copy"), Status::Warning);
+    }
+
+    /// Smallest input: a 0644 copy under a directory uid 1001 owns. Before: the fix was
+    /// `shred -u /home/alice/l/munge.key`, which root would run through alice's link to
+    /// /etc/munge; and the CRITICAL drained the node.
+    #[test]
+    fn a_copy_under_a_users_directory_gets_no_root_fix_by_path_and_never_drains() {
+        let mut f = good();
+        f.shared_copies = vec![SharedCopy {
+            path: "/home/alice/l/munge.key".into(),
+            mode: 0o644,
+            uid: 1001,
+            controlled_by: Some("uid 1001 (alice) owns '/home/alice'".into()),
+            controller: Some((1001, Some("alice".into()))),
+        }];
+        let o = judge(&f).pop().unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert_eq!(
+            o.user_controlled.as_deref(),
+            Some("uid 1001 (alice) owns '/home/alice'")
+        );
+        assert!(!o.fix.starts_with("shred"), "{}", o.fix);
+        assert!(
+            o.fix
+                .contains("runuser -u alice -- shred -u -- /home/alice/l/munge.key"),
+            "{}",
+            o.fix
+        );
+        assert!(o.what.contains("owner uid 1001"), "{}", o.what);
+        // A root-only exposed copy next to it decides: named first, not user-controlled.
+        f.shared_copies.push(SharedCopy {
+            path: "/fsx/admin/munge.key".into(),
+            mode: 0o644,
+            uid: 0,
+            controlled_by: None,
+            controller: None,
+        });
+        let o = judge(&f).pop().unwrap();
+        assert_eq!(o.user_controlled, None);
+        assert!(
+            o.fix.starts_with("shred -u /fsx/admin/munge.key"),
+            "{}",
+            o.fix
+        );
     }
 }

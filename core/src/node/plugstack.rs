@@ -56,39 +56,94 @@ pub enum Line {
     Include(String),
 }
 
-/// Parses one plugstack file: returns its lines and problems (`file:line: …`).
+/// The longest plugstack line Slurm reads whole, in bytes before the newline. Slurm reads
+/// plugstack.conf (and its includes) with fgets(3) into a 4096-byte buffer, which holds 4095 bytes and
+/// the terminating NUL: `char buf[4096]` in `_spank_stack_load` (src/common/plugstack.c, 22.05),
+/// `char buf[PATH_MAX]` (4096 on Linux) in src/common/spank.c (24.11, 26.05). A longer line is read in
+/// pieces of 4095 bytes, each parsed as a line of its own (`_spank_stack_process_line`): the plugin
+/// gets the arguments of the first piece, and each further piece gives `spank: Invalid option "…"`
+/// and `spank: FILE:N: Invalid line. Ignoring.` in the log of srun and slurmd, which go on.
+pub const SLURM_LINE_MAX: usize = 4095;
+
+/// The words every message about a cut line carries (so [`judge`] can tell it from other problems).
+const CUT: &str = "Slurm reads plugstack lines in pieces of at most 4095 bytes";
+
+/// How Slurm reads one plugstack line (without its newline): the pieces it parses as lines, the
+/// first being what the plugin on that line gets. One piece when the line fits ([`SLURM_LINE_MAX`]).
+pub fn slurm_pieces(line: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    line.as_bytes()
+        .chunks(SLURM_LINE_MAX)
+        .map(String::from_utf8_lossy)
+        .collect()
+}
+
+/// The description of a line Slurm cuts (`this line is N bytes and …`), or `None` when it fits: its
+/// length, where the cut falls and how many extra lines Slurm makes of the rest.
+pub fn cut_line(line: &str) -> Option<String> {
+    let pieces = slurm_pieces(line);
+    if pieces.len() < 2 {
+        return None;
+    }
+    let kept = pieces[0].trim_end();
+    let tail: String = {
+        let c: Vec<char> = kept.chars().collect();
+        c[c.len().saturating_sub(30)..].iter().collect()
+    };
+    Some(format!(
+        "this line is {} bytes and {CUT}: the plugin gets the arguments up to '…{}' only, and the other {} piece{} {} read as line{} of {} own ('Invalid option', 'Invalid line. Ignoring.' on srun's terminal and in slurmd's log)",
+        line.len(),
+        crate::finding::clip(&tail, 30),
+        pieces.len() - 1,
+        if pieces.len() > 2 { "s" } else { "" },
+        if pieces.len() > 2 { "are" } else { "is" },
+        if pieces.len() > 2 { "s" } else { "" },
+        if pieces.len() > 2 { "their" } else { "its" },
+    ))
+}
+
+/// Parses one plugstack file as Slurm does, lines longer than [`SLURM_LINE_MAX`] cut into pieces:
+/// returns its lines and problems (`file:line: …`).
 pub fn parse(text: &str, file: &str) -> (Vec<Line>, Vec<String>) {
     let mut lines = vec![];
     let mut problems = vec![];
-    for (i, raw) in text.lines().enumerate() {
-        let l = raw.split('#').next().unwrap_or("").trim();
-        if l.is_empty() {
-            continue;
-        }
+    for (i, whole) in text.lines().enumerate() {
         let at = format!("{file}:{}", i + 1);
-        let mut w = l.split_whitespace();
-        let kw = w.next().unwrap_or("");
-        match kw {
-            "required" | "optional" => match w.next() {
-                Some(path) => lines.push(Line::Plugin(Entry {
-                    at,
-                    required: kw == "required",
-                    path: path.to_string(),
-                    args: w.map(String::from).collect(),
-                })),
-                None => problems.push(format!("{at}: '{kw}' without a plugin path")),
-            },
-            "include" => match w.next() {
-                Some(g) => lines.push(Line::Include(g.to_string())),
-                None => problems.push(format!("{at}: include without a file")),
-            },
-            other => problems.push(format!(
-                "{at}: '{}' is not required, optional or include",
-                crate::finding::clip(other, 30)
-            )),
+        problems.extend(cut_line(whole).map(|c| format!("{at}: {c}")));
+        for raw in slurm_pieces(whole) {
+            parse_piece(&raw, &at, &mut lines, &mut problems);
         }
     }
     (lines, problems)
+}
+
+/// One line (or piece of a line) as `_plugin_stack_parse_line` reads it.
+fn parse_piece(raw: &str, at: &str, lines: &mut Vec<Line>, problems: &mut Vec<String>) {
+    let at = at.to_string();
+    let l = raw.split('#').next().unwrap_or("").trim();
+    if l.is_empty() {
+        return;
+    }
+    let mut w = l.split_whitespace();
+    let kw = w.next().unwrap_or("");
+    match kw {
+        "required" | "optional" => match w.next() {
+            Some(path) => lines.push(Line::Plugin(Entry {
+                at,
+                required: kw == "required",
+                path: path.to_string(),
+                args: w.map(String::from).collect(),
+            })),
+            None => problems.push(format!("{at}: '{kw}' without a plugin path")),
+        },
+        "include" => match w.next() {
+            Some(g) => lines.push(Line::Include(g.to_string())),
+            None => problems.push(format!("{at}: include without a file")),
+        },
+        other => problems.push(format!(
+            "{at}: '{}' is not required, optional or include",
+            crate::finding::clip(other, 30)
+        )),
+    }
 }
 
 /// What the gatherer found about a plugin's .so.
@@ -173,9 +228,17 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
             ]
         }
     };
-    let mut out = vec![match f.problems.first() {
-        None => Outcome::ok("node.plugstack.parse"),
-        Some(p) => Outcome::new(
+    let cut = f.problems.iter().find(|p| p.contains(CUT));
+    let mut out = vec![match (cut, f.problems.first()) {
+        (None, None) => Outcome::ok("node.plugstack.parse"),
+        (Some(p), _) => Outcome::new(
+            "node.plugstack.parse",
+            Status::Critical,
+            crate::finding::clip(p, 400),
+            "the plugin runs with a shortened argument list (a devices= list loses its tail, its last path may be cut in half) while srun and slurmd go on, so nothing else shows it",
+            "shorten the line to at most 4095 bytes: list fewer devices= (the step's GPUs and the node's RDMA devices are checked without being listed) or move NCCL rules to the file nccl_rules=PATH names; launchguard check-args '<the line>' measures it",
+        ),
+        (None, Some(p)) => Outcome::new(
             "node.plugstack.parse",
             Status::Critical,
             format!("{} problem(s) in plugstack, first: {}", f.problems.len(), crate::finding::clip(p, 120)),
@@ -324,6 +387,52 @@ mod tests {
             }
             l => panic!("{l:?}"),
         }
+    }
+
+    /// Field report: a plugstack line with a devices= list longer than Slurm's 4 KiB line buffer was
+    /// cut by Slurm (the plugin ran with part of the list) while node.plugstack said OK.
+    #[test]
+    fn a_line_longer_than_slurms_buffer_is_critical_and_parsed_as_slurm_cuts_it() {
+        let devices: Vec<String> = (0..400).map(|i| format!("/dev/dev{i:04}")).collect();
+        let line = format!(
+            "required /x/spank_launchguard.so mode=warn devices={}",
+            devices.join(",")
+        );
+        assert!(line.len() > SLURM_LINE_MAX);
+        let (lines, problems) = parse(&format!("{line}\n"), "p");
+        // The plugin gets the first 4095 bytes; the rest is a line of its own, which Slurm rejects.
+        match &lines[..] {
+            [Line::Plugin(e)] => {
+                let last = e.args.last().unwrap();
+                assert_eq!(
+                    "required /x/spank_launchguard.so ".len() + e.args.join(" ").len(),
+                    SLURM_LINE_MAX
+                );
+                assert!(last.starts_with("devices=/dev/dev0000,"), "{last}");
+            }
+            l => panic!("{l:?}"),
+        }
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].starts_with(&format!("p:1: this line is {} bytes and Slurm reads plugstack lines in pieces of at most 4095 bytes", line.len())), "{problems:?}");
+        assert!(
+            problems[1].contains("is not required, optional or include"),
+            "{problems:?}"
+        );
+        let mut f = facts(vec![]);
+        f.problems = problems;
+        let o = get(&f, "node.plugstack.parse");
+        assert_eq!(o.status, Status::Critical);
+        assert!(o.what.contains("this line is"), "{}", o.what);
+        assert!(
+            o.fix.starts_with("shorten the line to at most 4095 bytes"),
+            "{}",
+            o.fix
+        );
+        // 4095 bytes fit (fgets reads them whole, then the newline alone); 4096 do not.
+        let fits = format!("required /x/a.so {}", "x".repeat(SLURM_LINE_MAX - 17));
+        assert_eq!(fits.len(), SLURM_LINE_MAX);
+        assert_eq!(parse(&fits, "p").1, Vec::<String>::new());
+        assert_eq!(parse(&format!("{fits}y"), "p").1.len(), 2);
     }
 
     #[test]

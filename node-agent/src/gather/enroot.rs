@@ -1,6 +1,7 @@
 //! Facts for `node.enroot.*`: enroot.conf, the runtime directory's state, tmpfiles.d entries, the
 //! filesystems under the cache and data paths (`statfs`), and whether the node has EFA.
 
+use super::nofollow::{self, WalkError};
 use super::util;
 use super::Ctx;
 use launchguard_core::checks::enroot::{shared_dir, DirState};
@@ -87,16 +88,75 @@ pub fn fs_of(cur: &Path) -> Fs {
     }
 }
 
-/// One storage path: its fixed part's state, the deepest existing directory and its filesystem.
+/// One storage path: its fixed part's state, the deepest existing directory, its filesystem, and
+/// who other than root controls the fixed part. The fixed part is walked from `/` without following
+/// anyone's symlinks ([`nofollow::walk_dir`]) and judged on what the walk opened, so a user's
+/// `ln -s /nonexistent` at a parent is reported as theirs, not followed.
 fn storage(key: &str, path: &str) -> Option<Storage> {
     let fixed = fixed_part(path)?;
-    let anc = existing_ancestor(Path::new(&fixed))?;
+    let link_state = |l: &nofollow::Link| DirState::Dir {
+        mode: l.mode,
+        uid: l.uid,
+    };
+    let (base, anc, controlled_by) = match nofollow::walk_dir(Path::new(&fixed)) {
+        Ok(w) => {
+            let (last, above) = w.chain.split_last()?;
+            (
+                link_state(last),
+                (w.path.display().to_string(), link_state(last)),
+                nofollow::controlled_by(above, last.uid),
+            )
+        }
+        Err(WalkError::Missing { parent, name }) => {
+            let last = parent.chain.last()?;
+            let who = if last.uid != 0 || last.mode & 0o022 != 0 {
+                Some(format!(
+                    "'{}' does not exist and {} can create it",
+                    Path::new(&parent.path).join(&name).display(),
+                    if last.uid != 0 {
+                        nofollow::account(last.uid)
+                    } else {
+                        "every account that can write its parent".into()
+                    }
+                ))
+            } else {
+                nofollow::controlled_by(&parent.chain, 0)
+            };
+            (
+                DirState::Missing,
+                (parent.path.clone(), link_state(last)),
+                who,
+            )
+        }
+        Err(WalkError::Symlink { at, uid, parent } | WalkError::NotDir { at, uid, parent }) => {
+            let last = parent.chain.last()?;
+            let who = match nofollow::controlled_by(&parent.chain, uid) {
+                Some(_) if uid != 0 => Some(format!("{} owns '{at}'", nofollow::account(uid))),
+                w => w,
+            };
+            (
+                DirState::NotDir,
+                (parent.path.clone(), link_state(last)),
+                who,
+            )
+        }
+        Err(WalkError::Other(e)) => {
+            tracing::debug!("{key} {path}: {e}");
+            let anc = existing_ancestor(Path::new(&fixed))?;
+            (
+                dir_state(Path::new(&fixed)),
+                (anc.display().to_string(), dir_state(&anc)),
+                None,
+            )
+        }
+    };
     Some(Storage {
         key: key.into(),
         path: path.into(),
-        fs: fs_of(&anc),
-        base: dir_state(Path::new(&fixed)),
-        ancestor: (anc.display().to_string(), dir_state(&anc)),
+        fs: fs_of(Path::new(&anc.0)),
+        base,
+        ancestor: anc,
+        controlled_by,
     })
 }
 

@@ -1,11 +1,16 @@
 //! Facts for `node.munge.*`: stat of the key, the munge user, munged's pid file and start time, a
 //! `munge -n | unmunge` round trip against the configured socket, the key's digest, stray copies.
 
+use super::nofollow::{self, Link};
 use super::util;
 use super::Ctx;
 use launchguard_core::host::Roots;
 use launchguard_core::node::munge::{Daemon, KeyStat, MungeFacts, SharedCopy};
+use nix::dir::Type;
+use nix::fcntl::OFlag;
 use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
@@ -96,6 +101,15 @@ fn daemon(roots: &Roots, pid_file: &Path) -> Daemon {
             pid_file.display()
         ));
     }
+    if stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .trim_start()
+        .starts_with('Z')
+    {
+        return Daemon::NotRunning(format!("pid {pid} (munged) has exited (a zombie)"));
+    }
     Daemon::Running {
         pid,
         started: start_time(roots, &stat),
@@ -137,36 +151,95 @@ fn roundtrip(socket: &Path) -> Result<(), String> {
     }
 }
 
-/// Files under `root` (at most `depth` levels, [`MAX_ENTRIES`] entries, symlinks not followed) whose
-/// bytes equal the key.
+/// Files under `root` (at most `depth` levels, [`MAX_ENTRIES`] entries) whose bytes equal the key.
+///
+/// Root-phase safety ([`super::nofollow`]): `root` is walked from `/` with `O_NOFOLLOW`, following
+/// only root's symlinks in root's directories; below it no symlink is ever followed. Every entry is
+/// opened with `openat(dir_fd, name, O_NOFOLLOW)`, judged by `fstat` of that descriptor and read
+/// through it, so a directory swapped for a link to `/etc/munge` between two steps is never entered
+/// and what is reported (path, mode, owner) is what was read. Each copy records who, other than
+/// root, can change what its path resolves to.
 fn find_copies(root: &Path, key: &[u8], depth: usize) -> Vec<SharedCopy> {
+    let w = match nofollow::walk_dir(root) {
+        Ok(w) => w,
+        Err(e @ nofollow::WalkError::Missing { .. }) => {
+            tracing::debug!("munge shared path not searched: {e}");
+            return vec![];
+        }
+        Err(e) => {
+            tracing::warn!("munge shared path {} not searched: {e}", root.display());
+            return vec![];
+        }
+    };
     let mut out = vec![];
     let mut seen = 0;
-    let mut stack = vec![(root.to_path_buf(), 0)];
-    while let Some((dir, d)) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
+    search(
+        &w.dir,
+        &w.path,
+        &mut w.chain.clone(),
+        key,
+        depth,
+        &mut seen,
+        &mut out,
+    );
+    out
+}
+
+/// Depth-first search of one open directory (one descriptor per level held at a time).
+fn search(
+    dir: &File,
+    path: &Path,
+    chain: &mut Vec<Link>,
+    key: &[u8],
+    depth: usize,
+    seen: &mut usize,
+    out: &mut Vec<SharedCopy>,
+) {
+    let Ok(list) = nofollow::entries(dir, MAX_ENTRIES.saturating_sub(*seen)) else {
+        return;
+    };
+    for (name, dtype) in list {
+        *seen += 1;
+        if *seen > MAX_ENTRIES {
+            return;
+        }
+        // d_type (or an fstatat) only skips what must not be opened (devices, FIFOs, links);
+        // the decision is made on the opened descriptor.
+        match dtype.or_else(|| nofollow::entry_type(dir, &name)) {
+            Some(Type::Directory) if depth > 0 => {}
+            Some(Type::File) => {}
+            _ => continue,
+        }
+        let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+        let Ok(f) = nofollow::open_at(dir, &name, flags) else {
             continue;
         };
-        for e in rd.flatten() {
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return out;
-            }
-            let Ok(md) = e.path().symlink_metadata() else {
+        let Ok(md) = f.metadata() else {
+            continue;
+        };
+        let p = path.join(&name);
+        if md.is_dir() && depth > 0 {
+            let Ok(l) = Link::of(&f, &p) else {
                 continue;
             };
-            if md.is_dir() && d < depth {
-                stack.push((e.path(), d + 1));
-            } else if md.is_file()
-                && md.len() == key.len() as u64
-                && util::read_regular(&e.path(), key.len() as u64).is_ok_and(|b| b == key)
-            {
+            chain.push(l);
+            search(&f, &p, chain, key, depth - 1, seen, out);
+            chain.pop();
+        } else if md.is_file() && md.len() == key.len() as u64 {
+            let mut b = Vec::with_capacity(key.len());
+            if (&f).take(key.len() as u64).read_to_end(&mut b).is_ok() && b == key {
+                let c = nofollow::controller(chain, md.uid());
                 out.push(SharedCopy {
-                    path: e.path().display().to_string(),
+                    path: p.display().to_string(),
                     mode: md.mode() & 0o7777,
+                    uid: md.uid(),
+                    controller: c.as_ref().and_then(|c| c.uid).map(|u| {
+                        let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(u));
+                        (u, name.ok().flatten().map(|n| n.name))
+                    }),
+                    controlled_by: c.map(|c| c.text),
                 });
             }
         }
     }
-    out
 }

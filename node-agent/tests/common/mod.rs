@@ -140,7 +140,13 @@ impl Munged {
 
     /// Starts munged (again).
     pub fn run(&self) {
-        let o = cmd(&[
+        let o = self.try_run();
+        assert_eq!(o.code, 0, "munged did not start: {o:?}");
+    }
+
+    /// Tries to start munged (again) on the same files; its output says why it refused.
+    pub fn try_run(&self) -> Out {
+        cmd(&[
             "runuser",
             "-u",
             "munge",
@@ -151,8 +157,7 @@ impl Munged {
             &format!("--pid-file={}", self.pid_file.display()),
             &format!("--log-file={}", self.dir.join("etc/munged.log").display()),
             &format!("--seed-file={}", self.dir.join("etc/munged.seed").display()),
-        ]);
-        assert_eq!(o.code, 0, "munged did not start: {o:?}");
+        ])
     }
 
     /// Stops munged through its pid file and waits for it to exit.
@@ -160,9 +165,19 @@ impl Munged {
         if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
             let pid = pid.trim().to_string();
             let _ = cmd(&["kill", &pid]);
-            for _ in 0..100 {
-                if !Path::new(&format!("/proc/{pid}")).exists() {
-                    break;
+            // A loaded machine can take seconds to let munged write its seed and exit; the bound
+            // only stops a hung test, the loop ends as soon as the process is gone (or a zombie).
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::time::Instant::now() < deadline {
+                match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                    Ok(st)
+                        if !st
+                            .rsplit(')')
+                            .next()
+                            .unwrap_or("")
+                            .trim_start()
+                            .starts_with('Z') => {}
+                    _ => break,
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
