@@ -2,7 +2,7 @@
 # The node test, as root: launchguard's .deb on a Debian 12 node booted with systemd as PID 1
 # (scripts/node.sh: systemd-nspawn, Debian's munge/slurmctld/slurmd as services, cluster lgnode on
 # ports 8817/8818, HealthCheckProgram=/usr/sbin/launchguard-health every 5 s), installed and removed
-# with the README's own command lines (read from README.md, run verbatim), and checked under the real
+# with the manual's own command lines (read from docs/install.md, run verbatim), and checked under the real
 # systemd:
 #
 #   1. README install: apt install, plugstack link, systemctl enable --now, systemctl status,
@@ -65,24 +65,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# readme_cmd REGEX: the one command line of README.md's "Install (admins)" section (its sh blocks and
+# readme_cmd REGEX: the one command line of docs/install.md's "Install (admins)" section (its sh blocks and
 # inline `code`) matching REGEX, trailing comment removed. Fails when there is not exactly one.
 readme_cmd() {
   local lines n
-  lines=$(awk '/^## Install \(admins\)/ { on = 1; next } /^### From source/ { on = 0 } on' README.md |
+  lines=$(awk '/^## Install \(admins\)/ { on = 1; next } /^### From source/ { on = 0 } on' docs/install.md |
     awk '/^```sh/ { c = 1; next } /^```/ { c = 0 } c { print; next } { while (match($0, /`[^`]+`/)) { print substr($0, RSTART + 1, RLENGTH - 2); $0 = substr($0, RSTART + RLENGTH) } }' |
     sed 's/[[:space:]]\{2,\}#.*$//; s/[[:space:]]*$//' | grep -E -- "$1" | sort -u)
   n=$(printf '%s' "$lines" | grep -c . || true)
   if [ "$n" != 1 ]; then
-    echo "test-node: README.md's Install section has $n lines matching '$1'" >&2
+    echo "test-node: docs/install.md's Install section has $n lines matching '$1'" >&2
     return 1
   fi
   printf '%s\n' "$lines"
 }
-# readme_run NAME REGEX: runs that README line verbatim in the node (in /root, where the .debs are).
+# readme_run NAME REGEX: runs that docs/install.md line verbatim in the node (in /root, where the .debs are).
 readme_run() {
   local n=$1 line
-  line=$(readme_cmd "$2") || { bad "README.md has the line for: $2"; echo 99 >"$WORK/$n.rc"; return 0; }
+  line=$(readme_cmd "$2") || { bad "docs/install.md has the line for: $2"; echo 99 >"$WORK/$n.rc"; return 0; }
   set +e
   # (an admin answers apt's questions with y)
   { yes 2>/dev/null || true; } | NB "cd /root && $line" >"$WORK/$n.out" 2>&1

@@ -116,7 +116,9 @@ for f in /usr/bin/launchguard /usr/lib64/slurm/spank_launchguard.so \
   /etc/launchguard/launchguard.toml /usr/share/man/man1/launchguard.1.gz /usr/share/man/man1/launchguard-agent.1.gz \
   /usr/share/bash-completion/completions/launchguard /usr/share/zsh/site-functions/_launchguard \
   /usr/share/fish/vendor_completions.d/launchguard.fish /usr/share/doc/launchguard/README.md \
-  /usr/share/doc/launchguard/CHANGELOG.md /usr/share/licenses/launchguard/LICENSE-MIT; do
+  /usr/share/doc/launchguard/CHANGELOG.md /usr/share/licenses/launchguard/LICENSE-MIT \
+  /usr/share/launchguard/prometheus/launchguard-alerts.yml /usr/share/doc/launchguard/docs/install.md \
+  /usr/share/doc/launchguard/docs/reference/launch-checks.md; do
   check "rpm -qlp lists $f" has_line "$WORK/rpm.files" "$f"
 done
 check "rpm -qpc: /etc/launchguard/launchguard.toml is a config file" \
@@ -170,7 +172,9 @@ fi
 for f in /usr/bin/launchguard "$SO" "$UNIT" /usr/lib/tmpfiles.d/launchguard.conf \
   /usr/share/launchguard/tmpfiles.d/enroot-runtime.conf "$SNIPPET" /etc/launchguard/launchguard.toml \
   /usr/share/bash-completion/completions/launchguard /usr/share/zsh/vendor-completions/_launchguard \
-  /usr/share/fish/vendor_completions.d/launchguard.fish /usr/share/doc/launchguard/copyright; do
+  /usr/share/fish/vendor_completions.d/launchguard.fish /usr/share/doc/launchguard/copyright \
+  /usr/share/launchguard/prometheus/launchguard-alerts.yml /usr/share/doc/launchguard/docs/install.md \
+  /usr/share/doc/launchguard/docs/reference/launch-checks.md; do
   check "installed: $f" test -f "$f"
 done
 check "dpkg: /etc/launchguard/launchguard.toml is a conffile" \
