@@ -304,7 +304,7 @@ install_plugin() {
   log "plugstack: $(cat "$R$DROPIN")"
 }
 
-# install-bin: the built `launchguard` binary onto PATH (/usr/local/bin), as the README's admin commands
+# install-bin: the built `launchguard` binary onto PATH (/usr/local/bin), as docs/install.md's admin commands
 # expect; the package installs /usr/bin/launchguard instead.
 install_bin() {
   local bin=$ROOT/target/release/launchguard

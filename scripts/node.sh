@@ -3,7 +3,7 @@
 # Debian's munge, slurmctld and slurmd as systemd services (cluster `lgnode`, ports 8817/8818, beside
 # the host's 6817/6818, the 24.11 chroot's 7817/7818 and multinode's 6917/6918; the container shares
 # the host's network), and a non-root user `lgtest`. launchguard is NOT installed: that is what
-# scripts/test-node.sh does, with the .deb and the README's own commands.
+# scripts/test-node.sh does, with the .deb and docs/install.md's own commands.
 #
 #   scripts/node.sh up          build the rootfs once (cached in /srv/lg-node), boot a fresh copy of it
 #   scripts/node.sh rootfs      only build the cached rootfs (scripts/test.sh does it early, in the background)

@@ -38,6 +38,11 @@ ARM64=${LG_ARM64:-1}
 # launchguard sweep (issue 8): a three-node Slurm on this machine (namespaces, ports 6917/6918) for
 # sweep/tests/multinode.rs, run below by `cargo test --workspace` (about 80 s of tests).
 scripts/multinode.sh up 3
+# The HTML reports' browser test (node-agent/tests/html_report.rs) renders them with headless
+# Chromium; under LG_REQUIRE_BROWSER=1 it fails instead of skipping where chromium is missing.
+. scripts/lib/apt.sh
+command -v chromium >/dev/null || apt_install --no-install-recommends chromium
+export LG_REQUIRE_BROWSER=1
 # On a fresh machine the chroots and the node's rootfs are debootstrapped (downloads, unpacking, and
 # for arm64 dpkg under emulation: most of a cold run's setup). That runs here in the background, one
 # after the other (one apt at a time), while the lints, the build and the fuzzers use the CPU; each
@@ -96,6 +101,10 @@ stage "no module imports a module that imports it back (scripts/module-cycles.py
 python3 scripts/module-cycles.py
 stage "the closing count's own test (scripts/lib/testlog.py self-test)" "python3 scripts/lib/testlog.py self-test"
 python3 scripts/lib/testlog.py self-test >&2
+# The Prometheus alerting rules the package ships: promtool check rules and test rules
+# (scripts/test-alerts.sh; promtool from Debian's prometheus package, fetched if missing).
+stage "alerting rules (scripts/test-alerts.sh)" "scripts/test-alerts.sh"
+scripts/test-alerts.sh 2>&1 | tee -a "$LOG"
 stage "cargo build --release" "cargo build --release --workspace"
 cargo build --release --workspace --quiet
 for c in $RELEASES; do
@@ -134,7 +143,7 @@ case " $RELEASES " in *" host "*) ready package-tools tools; scripts/test-packag
 if [ "$ARM64" != 0 ]; then ready arm64; ready arm64-tools tools; stage "arm64 (scripts/test-arm64.sh)" "scripts/test-arm64.sh"; scripts/test-arm64.sh 2>&1 | tee -a "$LOG"; fi
 # The node as shipped (scripts/test-node.sh, about 2 minutes with the rootfs cached in /srv/lg-node): the
 # .deb in a Debian 12 systemd-nspawn container with systemd as PID 1 and its own munge/slurmctld/slurmd
-# (ports 8817/8818): README's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
+# (ports 8817/8818): docs/install.md's install/upgrade/purge lines, notify, reload, watchdog, journald fields,
 # the unit's sandbox, tmpfiles.d after a reboot, HealthCheckProgram drain/resume.
 [ "$HOST" = 0 ] || { stage "the node as shipped (scripts/test-node.sh)" "LG_NODE_DEB=target/packages/launchguard_…_amd64.deb scripts/test-node.sh"; ready node; }
 case " $RELEASES " in

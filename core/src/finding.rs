@@ -84,7 +84,7 @@ impl CheckKind {
         }
     }
 
-    /// One-line description, for `--help`-style listings and the README's checks table.
+    /// One-line description, for `--help`-style listings and the checks tables of docs/.
     pub fn describe(self) -> &'static str {
         match self {
             CheckKind::CpusPerTask => {
@@ -108,6 +108,36 @@ impl CheckKind {
             CheckKind::GpuOptions => {
                 "sbatch/salloc GPU task options that make every srun of the job fail on this release"
             }
+        }
+    }
+
+    /// What enforce mode does with it: which of its findings are errors (rejected) and which
+    /// warnings (never rejected), for the generated reference (`docs/reference/launch-checks.md`).
+    pub fn severities(self) -> &'static str {
+        match self {
+            CheckKind::CpusPerTask => "error: 1 CPU per task; warning: fewer than min_cpus_per_task, or an --overlap step",
+            CheckKind::ExportAll => "error: the step would have no PATH for a command found through PATH; warning: sbatch/salloc, or a container step",
+            CheckKind::ExportSplit => "warning",
+            CheckKind::EnrootRuntime => "error: a container step whose runtime directory could not be repaired",
+            CheckKind::Devices => "error: fewer usable GPU device files than GPUs given, no usable fabric verbs device, an admin-listed device missing; warning: some fabric devices missing, /dev/gdrdrv, extra non-EFA RDMA devices on an EFA node",
+            CheckKind::NcclEnv => "per rule (docs/reference/nccl-env-rules.md)",
+            CheckKind::ImexChannel => "error",
+            CheckKind::Memlock => "error: a finite hard locked-memory limit (slurmd's); warning: a finite soft limit (PropagateResourceLimits)",
+            CheckKind::GpuOptions => "warning (sbatch/salloc)",
+        }
+    }
+
+    /// The public documents the check follows, by name.
+    pub fn source(self) -> &'static str {
+        match self {
+            CheckKind::CpusPerTask => "srun(1) --cpus-per-task, SRUN_CPUS_PER_TASK; docs/field-rules.md",
+            CheckKind::ExportAll | CheckKind::ExportSplit => "srun(1) --export; docs/field-rules.md",
+            CheckKind::EnrootRuntime => "enroot documentation (ENROOT_RUNTIME_PATH); tmpfiles.d(5); docs/field-rules.md",
+            CheckKind::Devices => "cgroup.conf(5) ConstrainDevices; gres.conf(5) File=; AWS EFA user guide",
+            CheckKind::NcclEnv => "NCCL documentation, Environment Variables; AWS EFA user guide; aws-ofi-nccl documentation",
+            CheckKind::ImexChannel => "NVIDIA IMEX Service for NVLink Networks User's Guide, \"IMEX Channels\"",
+            CheckKind::Memlock => "NVIDIA MLNX_OFED/DOCA user manual; AWS EFA user guide; slurm.conf(5) PropagateResourceLimits",
+            CheckKind::GpuOptions => "srun(1)/sbatch(1) --ntasks-per-gpu; Slurm's changelog for 25.05.1",
         }
     }
 

@@ -4,7 +4,7 @@
 //! required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_launchguard.so mode=warn cpus_per_task=enforce
 //! ```
 //!
-//! Rules (documented in the README's "Plugstack arguments" table):
+//! Rules (documented in docs/plugstack.md):
 //! - `mode=enforce|warn|off` is the default for every check (default `warn`);
 //! - `<check>=enforce|warn|off` overrides one check (`cpus_per_task`, `export_all`, `export_split`);
 //! - `gpu_steps_only=yes|no` (default `yes`) applies the CPU rule only to steps that get GPUs;
@@ -239,6 +239,91 @@ impl fmt::Display for ArgProblem {
         )
     }
 }
+
+/// One plugstack argument other than the check modes, for `docs/reference/plugstack-arguments.md`
+/// (written by `launchguard generate-docs --reference`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Argument {
+    /// The key, e.g. `gpu_steps_only`.
+    pub key: &'static str,
+    /// Accepted values, e.g. `yes|no`.
+    pub values: &'static str,
+    /// The default, as [`Policy::default`] has it.
+    pub default: &'static str,
+    /// What it does.
+    pub meaning: &'static str,
+}
+
+/// Every key of [`KNOWN_KEYS`] except `mode` and the per-check keys ([`CheckKind::key`]), which
+/// the reference lists from [`CheckKind::ALL`]. A unit test keeps the three in step.
+pub const ARGUMENTS: &[Argument] = &[
+    Argument {
+        key: "gpu_steps_only",
+        values: "yes|no",
+        default: "yes",
+        meaning: "apply the CPU rule and the NCCL rules only to steps that get GPUs",
+    },
+    Argument {
+        key: "min_cpus_per_task",
+        values: "N|auto",
+        default: "auto",
+        meaning: "CPUs per task to advise and the floor for the \"too few\" warning; auto = the node's CPUs / GPUs, omitted when unknown, when the partition's nodes differ, or below 2",
+    },
+    Argument {
+        key: "enroot_repair",
+        values: "yes|no",
+        default: "yes",
+        meaning: "create or fix enroot's runtime directory as root (mode 1777, owner root) and log it for the admin, instead of reporting it",
+    },
+    Argument {
+        key: "enroot_conf",
+        values: "PATH",
+        default: DEFAULT_ENROOT_CONF,
+        meaning: "where ENROOT_RUNTIME_PATH is read; the enroot check runs only where enroot is installed (this file or /usr/bin/enroot exists)",
+    },
+    Argument {
+        key: "enroot_runtime_path",
+        values: "PATH",
+        default: "from enroot_conf",
+        meaning: "overrides the runtime path; write a per-user last component as $UID, not $(id -u): only the shared directory above it is checked and repaired",
+    },
+    Argument {
+        key: "devices",
+        values: "enforce|warn|off, or /dev/a,/dev/b",
+        default: "mode; no device list",
+        meaning: "with a mode: the mode of launch.devices; with absolute paths: devices every step must see",
+    },
+    Argument {
+        key: "fabric",
+        values: "efa|ib|auto",
+        default: "auto",
+        meaning: "the fabric the NCCL rules judge against; auto reads the drivers behind /sys/class/infiniband/*/device/driver (efa wins; rxe/siw or no NIC: no fabric rules)",
+    },
+    Argument {
+        key: "nccl_rules",
+        values: "PATH",
+        default: DEFAULT_NCCL_RULES,
+        meaning: "the admin's extra NCCL rules, when the file exists (at most 256 rules)",
+    },
+    Argument {
+        key: "profile",
+        values: "NAME|none",
+        default: "none",
+        meaning: "the nodes' SKU profile (gb300-mnnvl): its deliberate NCCL settings are not flagged and its own rules apply",
+    },
+    Argument {
+        key: "timing",
+        values: "yes|no",
+        default: "no",
+        meaning: "log each callback's duration in microseconds (srun's stderr, slurmd's log), for benchmarking",
+    },
+    Argument {
+        key: "agent_socket",
+        values: "PATH|none",
+        default: crate::protocol::DEFAULT_SOCKET,
+        meaning: "where each launch's verdict is reported to launchguard agent (none: no reports); fail-open, never delays a launch",
+    },
+];
 
 /// Keys accepted by [`parse_args`]; listed in problems about unknown keys.
 pub const KNOWN_KEYS: &[&str] = &[
@@ -554,5 +639,20 @@ mod tests {
         let d = p.describe();
         assert!(d.contains(&"cpus_per_task=enforce".to_string()));
         assert!(d.contains(&"export_all=warn (from mode)".to_string()));
+    }
+
+    #[test]
+    fn every_known_key_is_documented_once() {
+        let mut documented: Vec<&str> = vec!["mode"];
+        documented.extend(CheckKind::ALL.iter().map(|c| c.key()));
+        documented.extend(ARGUMENTS.iter().map(|a| a.key).filter(|k| *k != "devices"));
+        let mut known = KNOWN_KEYS.to_vec();
+        known.sort_unstable();
+        documented.sort_unstable();
+        assert_eq!(
+            known, documented,
+            "policy::ARGUMENTS and CheckKind::ALL must list every KNOWN_KEYS entry once"
+        );
+        assert!(ARGUMENTS.iter().all(|a| KNOWN_KEYS.contains(&a.key)));
     }
 }

@@ -84,6 +84,10 @@ pub enum NcclCommand {
         /// aws-ofi-nccl version the log must show (prefix, e.g. 1.21.1).
         #[arg(long, value_name = "VERSION")]
         expect_ofi_version: Option<String>,
+        /// Also write a self-contained HTML report with charts (node x node heat map of the
+        /// pairwise runs, busbw per node, busbw against message size and the --sku reference).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// busbw outliers at one size across many result files, and the bad nodes behind them.
     ///
@@ -205,6 +209,7 @@ pub fn run(cmd: NcclCommand) -> ExitCode {
             in_place,
             expect_nccl_version,
             expect_ofi_version,
+            html,
         } => {
             let entries = match load_baseline(baseline_file.as_deref(), sku.as_deref()) {
                 Ok(e) => e,
@@ -225,13 +230,45 @@ pub fn run(cmd: NcclCommand) -> ExitCode {
                 expect_nccl_version,
                 expect_ofi_version,
             };
-            let reports: Vec<_> = parse_all(&files)
-                .into_iter()
+            let parsed = parse_all(&files);
+            let mut html_failed = false;
+            let reports: Vec<_> = parsed
+                .iter()
                 .map(|(name, p)| match p {
-                    Ok(p) => verdict::check(&name, &p, &opts),
-                    Err(e) => verdict::unreadable(&name, e),
+                    Ok(p) => verdict::check(name, p, &opts),
+                    Err(e) => verdict::unreadable(name, e.clone()),
                 })
                 .collect();
+            if let Some(path) = &html {
+                let analysis = outliers::analyse(
+                    &parsed,
+                    &OutlierOptions {
+                        size: opts.size,
+                        placement: opts.placement,
+                        ..OutlierOptions::default()
+                    },
+                );
+                let ok: Vec<(String, Parsed)> = parsed
+                    .into_iter()
+                    .filter_map(|(n, p)| Some((n, p.ok()?)))
+                    .collect();
+                let page = crate::html::render(&crate::html::Input {
+                    title: "launchguard nccl check",
+                    text: &format!(
+                        "{}\n{}",
+                        output::check_text(&reports),
+                        output::outliers_text(&analysis, false)
+                    ),
+                    files: &ok,
+                    report: Some(&analysis),
+                    baseline: &opts.baseline,
+                    placement: opts.placement,
+                });
+                if let Err(e) = crate::html::write(path, &page) {
+                    eprintln!("launchguard: nccl.html: {e}; the report on standard output is complete, only the HTML file is missing; pass --html a writable path");
+                    html_failed = true;
+                }
+            }
             let text = if json {
                 output::check_json(&reports)
             } else if csv {
@@ -240,6 +277,9 @@ pub fn run(cmd: NcclCommand) -> ExitCode {
                 output::check_text(&reports)
             };
             print_out(&text);
+            if html_failed {
+                return ExitCode::from(3);
+            }
             ExitCode::from(output::overall(&reports).exit_code())
         }
         NcclCommand::Outliers {

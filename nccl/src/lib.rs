@@ -28,6 +28,7 @@ pub mod baseline;
 pub mod cli;
 pub mod env_rules;
 pub mod generate;
+pub mod html;
 pub mod interfaces;
 pub mod json;
 pub mod log;

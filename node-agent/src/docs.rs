@@ -1,6 +1,7 @@
 //! `launchguard generate-docs --out DIR` (hidden): man pages (`DIR/man/launchguard*.1`, one per
 //! subcommand, clap_mangen) and shell completions (`DIR/completions/`, clap_complete), generated from
-//! the CLI definition so they never drift from `--help`.
+//! the CLI definition so they never drift from `--help`; `--reference DIR`: the reference pages of
+//! `docs/reference/` ([`crate::reference`]).
 
 use clap::CommandFactory;
 use std::path::PathBuf;
@@ -9,9 +10,24 @@ use std::process::ExitCode;
 /// `generate-docs`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Output directory (created).
+    /// Output directory for man pages and completions (created).
+    #[arg(long, value_name = "DIR", required_unless_present = "reference")]
+    pub out: Option<PathBuf>,
+    /// Output directory for the Markdown reference pages (created), e.g. docs/reference.
     #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    pub reference: Option<PathBuf>,
+}
+
+fn write_reference(dir: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
+    let pages = crate::reference::pages().map_err(std::io::Error::other)?;
+    std::fs::create_dir_all(dir)?;
+    let mut written = vec![];
+    for (name, text) in pages {
+        let p = dir.join(name);
+        std::fs::write(&p, text)?;
+        written.push(p);
+    }
+    Ok(written)
 }
 
 fn write_all(out: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
@@ -52,18 +68,28 @@ fn write_all(out: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// Writes one kind of file into a directory and returns the paths written.
+type Writer = fn(&std::path::Path) -> std::io::Result<Vec<PathBuf>>;
+
 /// Writes the files and lists them.
 pub fn run(a: &Args) -> ExitCode {
-    match write_all(&a.out) {
-        Ok(files) => {
-            for f in files {
-                println!("{}", f.display());
+    let jobs: [(Option<&PathBuf>, Writer); 2] = [
+        (a.out.as_ref(), write_all),
+        (a.reference.as_ref(), write_reference),
+    ];
+    for (dir, write) in jobs {
+        let Some(dir) = dir else { continue };
+        match write(dir) {
+            Ok(files) => {
+                for f in files {
+                    println!("{}", f.display());
+                }
             }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("launchguard: generate-docs: {}: {e}", a.out.display());
-            ExitCode::FAILURE
+            Err(e) => {
+                eprintln!("launchguard: generate-docs: {}: {e}", dir.display());
+                return ExitCode::FAILURE;
+            }
         }
     }
+    ExitCode::SUCCESS
 }

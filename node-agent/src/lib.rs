@@ -16,6 +16,7 @@ pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod protocol;
+pub mod reference;
 pub mod registry;
 pub mod reports;
 pub mod server;

@@ -46,7 +46,7 @@ pub mod message_id {
 }
 
 /// Every journal field the agent sets besides journald's own (MESSAGE, PRIORITY, SYSLOG_IDENTIFIER,
-/// CODE_FILE, CODE_LINE, TARGET): name, the entries that carry it, meaning. The README and the
+/// CODE_FILE, CODE_LINE, TARGET): name, the entries that carry it, meaning. docs/node-agent.md and the
 /// `launchguard-agent(1)` man page print this table.
 pub const JOURNAL_FIELDS: &[(&str, &str, &str)] = &[
     ("MESSAGE_ID", "all", "the kind of entry (see the IDs below)"),

@@ -195,4 +195,89 @@ mod tests {
             0
         );
     }
+
+    use launchguard_core::node::Status;
+    use launchguard_core::report::CheckLine;
+
+    /// The alerting rules the package ships.
+    const ALERTS: &str = include_str!("../../packaging/prometheus/launchguard-alerts.yml");
+
+    fn sample() -> String {
+        let rep = NodeReport {
+            schema: 1,
+            node: "gpu1".into(),
+            launchguard_version: "0.1.0".into(),
+            status: Status::Critical,
+            exit_code: 2,
+            duration_ms: 8.0,
+            timestamp: 1_700_000_000,
+            checks: vec![CheckLine {
+                id: "node.munge.key_mode".into(),
+                status: Status::Critical,
+                message: "launchguard: node.munge.key_mode: …".into(),
+                duration_ms: 0.1,
+                user_controlled: None,
+            }],
+            facts: Default::default(),
+        };
+        render(Some(&rep), &Counters::default())
+    }
+
+    /// Every metric the alerting rules use is one the agent writes, with the labels and label
+    /// values they select on: renaming a metric without its rules fails here.
+    #[test]
+    fn the_alert_rules_use_the_metrics_we_write() {
+        let text = sample();
+        let names = regex::Regex::new(r"\b(launchguard_[a-z_]+)(\{[^}]*\})?").unwrap();
+        let mut seen = 0;
+        for c in names.captures_iter(ALERTS) {
+            let name = &c[1];
+            seen += 1;
+            assert!(
+                text.contains(&format!("# TYPE {name} ")),
+                "launchguard-alerts.yml uses {name}, which the textfile does not have:\n{text}"
+            );
+            if let Some(sel) = c.get(2) {
+                for m in sel.as_str().trim_matches(['{', '}']).split(',') {
+                    let m = m.trim().replace("=~", "=");
+                    assert!(
+                        text.lines().any(|l| l.starts_with(name) && l.contains(&m)),
+                        "launchguard-alerts.yml selects {name}{{{m}}}, which the textfile never writes"
+                    );
+                }
+            }
+        }
+        assert!(seen >= 3, "the rules name launchguard's metrics");
+    }
+
+    /// Names follow Prometheus's naming guide: the `launchguard_` prefix, base units (`_seconds`),
+    /// `_total` exactly on counters, snake_case label names.
+    #[test]
+    fn names_follow_the_prometheus_naming_guide() {
+        let text = sample();
+        let ty = regex::Regex::new(r"^# TYPE ([a-z_:][a-z0-9_:]*) (counter|gauge)$").unwrap();
+        let mut n = 0;
+        for l in text.lines().filter(|l| l.starts_with("# TYPE")) {
+            let c = ty
+                .captures(l)
+                .unwrap_or_else(|| panic!("bad TYPE line: {l}"));
+            let (name, kind) = (&c[1], &c[2]);
+            assert!(name.starts_with("launchguard_"), "{name}");
+            assert_eq!(
+                name.ends_with("_total"),
+                kind == "counter",
+                "{name} is a {kind}"
+            );
+            assert!(
+                !name.contains("_ms") && !name.contains("milli"),
+                "{name}: base units"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 6, "{text}");
+        let label = regex::Regex::new(r"\{([a-z_]+)=").unwrap();
+        for c in label.captures_iter(&text) {
+            assert!(!c[1].starts_with("__"), "{}", &c[1]);
+        }
+    }
 }

@@ -45,8 +45,14 @@ fn munge(ctx: &Ctx) -> FamilyResult {
         .digest
         .clone()
         .unwrap_or_else(|e| format!("unreadable: {e}"));
+    // munged's directory rules are judged in their own file (core::node::munge_paths) but belong to
+    // this family: their IDs are node.munge.*.
+    let mut outcomes = launchguard_core::node::munge::judge(&f);
+    outcomes.extend(launchguard_core::node::munge_paths::judge(
+        &gather::munge_paths::gather(ctx),
+    ));
     FamilyResult {
-        outcomes: launchguard_core::node::munge::judge(&f),
+        outcomes,
         facts: vec![("munge_key_digest", d)],
     }
 }
@@ -72,13 +78,6 @@ fn slurm_conf(ctx: &Ctx) -> FamilyResult {
 fn pmix(ctx: &Ctx) -> FamilyResult {
     FamilyResult {
         outcomes: launchguard_core::node::pmix::judge(&gather::pmix::gather(ctx)),
-        facts: vec![],
-    }
-}
-
-fn munge_paths(ctx: &Ctx) -> FamilyResult {
-    FamilyResult {
-        outcomes: launchguard_core::node::munge_paths::judge(&gather::munge_paths::gather(ctx)),
         facts: vec![],
     }
 }
@@ -227,10 +226,6 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "munge",
         run: munge,
-    },
-    Family {
-        name: "munge_paths",
-        run: munge_paths,
     },
     Family {
         name: "hostname",

@@ -44,6 +44,9 @@ fn h200_tree(name: &str) -> (Tree, GpuFacts) {
         fs::create_dir_all(root.join("proc/driver/nvidia/gpus").join(bdf)).unwrap();
     }
     fs::create_dir_all(root.join("dev")).unwrap();
+    // The node's kernel log, read by root at the capture, held no Xid (an unreadable one would make
+    // node.gpu.xid UNKNOWN).
+    fs::write(root.join("dev/kmsg"), "").unwrap();
     fs::create_dir_all(root.join("etc")).unwrap();
     fs::copy(
         Path::new(FIXTURE).join("proc_devices"),

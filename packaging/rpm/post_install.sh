@@ -1,5 +1,5 @@
 # %post of the launchguard .rpm ($1: 1 on install, 2 on upgrade). It never edits /etc/slurm and
-# never enables the agent: both are the admin's steps (README "Install").
+# never enables the agent: both are the admin's steps (docs/install.md).
 if command -v systemd-tmpfiles >/dev/null 2>&1; then
 	systemd-tmpfiles --create /usr/lib/tmpfiles.d/launchguard.conf || :
 fi

@@ -11,7 +11,7 @@
 //! - `task_init_privileged` (each task, root, before any other plugin's `task_init`) stops every task
 //!   of a step rejected in `user_init`; it is the first remote callback whose failure reaches srun's exit
 //!   code (exit 1) — a failing `user_init` only gives `task 0 launch failed` and exit 0 on 22.05
-//!   (docs: Slurm's spank(8) and the measurements in README). user_init printed the reason.
+//!   (docs: Slurm's spank(8) and the measurements in docs/pyxis.md). user_init printed the reason.
 //!   It also makes sure enroot's runtime directory exists (`launch.enroot_runtime`, repaired as root
 //!   before Pyxis's `task_init` needs it) and gathers the host facts `task_init` needs.
 //! - `task_init` (each task, as the user, just before execve; inside the container when launchguard

@@ -1071,7 +1071,7 @@ mod tests {
     }
 
     /// The login-node side at 10,000 nodes: labelled output cut in srun's 1024-byte chunks, parsed,
-    /// compared and rendered. Prints the time (README "Cluster-wide sweep" quotes it).
+    /// compared and rendered. Prints the time (docs/sweep.md quotes it).
     #[test]
     fn aggregating_ten_thousand_nodes_stays_cheap() {
         let n = 10_000;

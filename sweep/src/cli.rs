@@ -122,11 +122,15 @@ pub struct NcclArgs {
     /// Print JSON instead of the report.
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML report with charts (node x node heat map of the pairs'
+    /// busbw, busbw per node, busbw against message size).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
     /// How pairs reach Slurm: `jobs`, one sbatch job per pair; `steps`, one allocation over every
-    /// node and one `srun --jobid … -w a,b` step per pair inside it (default: measured faster, README).
+    /// node and one `srun --jobid … -w a,b` step per pair inside it (default: measured faster, docs/sweep.md).
     #[arg(long, value_enum, default_value = "steps")]
     pub launch: nccl_sweep::Launch,
 }
@@ -245,6 +249,14 @@ fn run_nccl(a: NcclArgs) -> ExitCode {
                     "{}",
                     launchguard_core::text::printable_lines(&nccl_sweep::render(&r))
                 );
+            }
+            if let Some(path) = &a.html {
+                let page = nccl_sweep::html(&r, opts.outliers.placement);
+                if let Err(e) = launchguard_nccl::html::write(path, &page) {
+                    eprintln!("launchguard: sweep nccl: {e}; the report above is complete, only the HTML file is missing; pass --html a writable path");
+                    // Critical outranks unknown, as in the report's own exit code.
+                    return ExitCode::from(if r.exit_code == 2 { 2 } else { 3 });
+                }
             }
             ExitCode::from(r.exit_code)
         }

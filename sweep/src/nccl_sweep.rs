@@ -4,7 +4,7 @@
 //! one job per pair ([`Launch::Jobs`]: `sbatch -N2 --nodelist=a,b --exclusive --wrap 'srun [args]
 //! CMD'`; a Slurm job array cannot pin each of its tasks to its own pair of nodes, and a pinned pair
 //! is what makes a later round's evidence mean something). Measured on 16/32/64 nodes, the steps take
-//! about a third to two thirds of the jobs' time (README, "Scale"). Progress goes to stderr; the runs
+//! about a third to two thirds of the jobs' time (docs/sweep.md, "Scale"). Progress goes to stderr; the runs
 //! are judged by `launchguard_nccl::outliers` (the same analysis as `launchguard nccl outliers`),
 //! over every run of every round together, with host names mapped to Slurm NodeNames.
 //!
@@ -955,6 +955,29 @@ pub fn sweep(opts: &NcclOptions) -> Result<NcclSweepReport, String> {
         status,
         exit_code: status.exit_code(),
         duration_ms: start.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+/// The readable report.
+/// The `--html FILE` page (`launchguard_nccl::html`): the pairwise heat map, busbw per node and
+/// busbw against message size from the pair outputs (read again, with `launchguard nccl`'s bounds),
+/// with [`render`]'s text under the charts.
+pub fn html(r: &NcclSweepReport, placement: launchguard_nccl::table::Placement) -> String {
+    let files: Vec<(String, launchguard_nccl::Parsed)> = r
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let p = launchguard_nccl::parse_path(Path::new(&run.file)).ok()?;
+            Some((run.file.clone(), p))
+        })
+        .collect();
+    launchguard_nccl::html::render(&launchguard_nccl::html::Input {
+        title: "launchguard sweep nccl",
+        text: &render(r),
+        files: &files,
+        report: r.analysis.as_ref(),
+        baseline: &[],
+        placement,
     })
 }
 

@@ -702,6 +702,54 @@ fn the_planted_slow_node_is_named_bad_within_two_rounds() {
 }
 
 #[test]
+fn the_html_report_draws_the_sweeps_pairs_with_the_bad_node_in_red() {
+    let _c = Cluster::up();
+    let dir = std::env::temp_dir().join(format!("lg-sweep-html-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("report.html");
+    let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");
+    let (r, code, _) = run_json(
+        &[
+            "sweep",
+            "nccl",
+            "--quiet",
+            "--rounds",
+            "2",
+            "--round-timeout",
+            "120",
+            "--command",
+            standin.to_str().unwrap(),
+            "--out",
+            dir.join("runs").to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &[("LG_FAKE_SLOW_NODE", "lgn2")],
+    );
+    assert_eq!(code, 2, "{r:#}");
+    assert_eq!(strings(&r["bad"]), vec!["lgn2"], "{r:#}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    for id in ["heatmap", "pernode", "sizes"] {
+        assert!(
+            page.contains(&format!("<figure id=\"{id}\">")),
+            "no {id} chart: {page}"
+        );
+    }
+    assert!(page.contains("lgn2 (bad)"), "{page}");
+    for bad in ["<script", "src=", "href=", "url("] {
+        assert!(!page.contains(bad), "the page fetches something: {bad}");
+    }
+    // The heat map's slow cells (lgn2 with each partner it met, both ways) are red; the pair of
+    // the two good nodes, when it ran, is not.
+    let heat = &page[page.find("<figure id=\"heatmap\">").unwrap()
+        ..page.find("<figure id=\"pernode\">").unwrap()];
+    let red = heat.matches("fill=\"#D73027\"").count();
+    assert!(red >= 2, "{red} red cells: {heat}");
+}
+
+#[test]
 fn one_job_per_pair_and_one_allocation_name_the_same_bad_node() {
     let _c = Cluster::up();
     let standin = root().join("sweep/tests/fixtures/all_reduce_perf_standin.sh");

@@ -99,7 +99,7 @@ fn gpu_step_without_cpus_per_task_warns_and_runs_in_warn_mode() {
 
 #[test]
 fn an_optional_plugin_can_only_warn() {
-    // Slurm ignores an optional plugin's errors: enforcement needs `required` (README, Install).
+    // Slurm ignores an optional plugin's errors: enforcement needs `required` (docs/install.md).
     let _g = lock();
     plugstack_line(&format!(
         "optional {PLUGIN_PATH} mode=enforce min_cpus_per_task=4"

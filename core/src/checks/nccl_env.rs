@@ -1,6 +1,6 @@
 //! `launch.nccl_env`: the NCCL/libfabric environment a step runs with, judged per fabric.
 //!
-//! The rules are data: [`builtin_rules`] is the documented table (README, "NCCL environment rules"),
+//! The rules are data: [`builtin_rules`] is the documented table (docs/user-findings.md, "NCCL environment rules"),
 //! and admins add their own in a file ([`parse_rules`]). Unknown `NCCL_*` variables are never flagged.
 //! A rule can be limited to GPU steps (NCCL runs only there; `gpu_steps_only=yes` also keeps every rule
 //! off CPU-only steps), to one fabric, and to or away from a SKU profile ([`profiles`]): GB300 racks

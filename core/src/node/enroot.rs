@@ -146,6 +146,10 @@ pub struct EnrootFacts {
     pub plugin_repairs: bool,
     /// The NVIDIA hook.
     pub nvidia: NvidiaHook,
+    /// Paths of `run_dir` and `storage` that the gathering process does not see as the node does
+    /// (the agent's unit's own `/tmp`, a hidden `/home`…), each with why: their checks say UNKNOWN,
+    /// never OK.
+    pub hidden: Vec<(String, String)>,
 }
 
 /// The part of a configured path before its first component that the shell expands (`$`, `` ` ``,
@@ -346,6 +350,11 @@ fn check_enroot_runtime_path(rp: &str, dir: Option<&str>) -> Outcome {
 
 /// `node.enroot.run_dir`: the shared runtime directory exists, mode 1777, owned by root.
 fn check_enroot_run_dir(f: &EnrootFacts) -> Outcome {
+    if let Some((d, _)) = &f.run_dir {
+        if let Some((_, why)) = f.hidden.iter().find(|(p, _)| p == d) {
+            return Outcome::unknown("node.enroot.run_dir", why.clone());
+        }
+    }
     match &f.run_dir {
         // No fixed shared directory (e.g. ${XDG_RUNTIME_DIR}/enroot): nothing on the node to
         // examine; node.enroot.runtime_path judges the path itself.
@@ -389,6 +398,20 @@ fn check_enroot_tmpfiles(f: &EnrootFacts, dir: Option<&str>) -> Outcome {
 /// A status that rests only on paths a user controls ([`Storage::controlled_by`]) is marked
 /// user-controlled, so that user cannot drain the node (nor lift a drain) by moving a directory.
 fn check_enroot_storage(f: &EnrootFacts) -> Outcome {
+    let hidden: Vec<&str> = f
+        .storage
+        .iter()
+        .filter_map(|s| fixed_part(&s.path))
+        .filter_map(|p| f.hidden.iter().find(|(h, _)| *h == p))
+        .map(|(_, why)| why.as_str())
+        .collect();
+    if let Some(first) = hidden.first() {
+        let more = match hidden.len() - 1 {
+            0 => String::new(),
+            n => format!(" (and {n} more path(s))"),
+        };
+        return Outcome::unknown("node.enroot.storage", format!("{first}{more}"));
+    }
     let mut problems: Vec<(Status, String, Option<&str>)> = f
         .storage
         .iter()
@@ -528,6 +551,7 @@ ENROOT_RESTRICT_DEV      n\n";
                 hook: Some("/etc/enroot/hooks.d/98-nvidia.sh".into()),
                 cli: Some("/usr/bin/nvidia-container-cli".into()),
             },
+            hidden: vec![],
         }
     }
 
@@ -690,6 +714,35 @@ ENROOT_RESTRICT_DEV      n\n";
         assert_eq!(status(&f, "node.enroot.conf"), Status::Warning);
         // No ENROOT_RUNTIME_PATH: enroot's default under XDG_RUNTIME_DIR.
         assert_eq!(status(&f, "node.enroot.runtime_path"), Status::Warning);
+    }
+
+    /// Issue 28: the agent's unit with its own /tmp saw an empty /tmp where root saw a 0700
+    /// directory of uid 1002, and said OK. A path it cannot see is UNKNOWN with the reason.
+    #[test]
+    fn paths_the_gathering_process_cannot_see_are_unknown_never_ok() {
+        let mut f = facts(SEED);
+        let why = "the agent's sandbox shows another directory at /tmp/enroot-data";
+        f.storage = vec![store(
+            "ENROOT_DATA_PATH",
+            "/tmp/enroot-data/user-$(id -u)",
+            Fs::Root,
+            DirState::Missing,
+            Some(("/tmp", STICKY)),
+        )];
+        f.run_dir = Some(("/tmp/enroot".into(), DirState::Missing));
+        f.hidden = vec![
+            ("/tmp/enroot-data".into(), why.into()),
+            ("/tmp/enroot".into(), why.into()),
+        ];
+        let out = judge(&f);
+        for id in ["node.enroot.storage", "node.enroot.run_dir"] {
+            let o = out.iter().find(|o| o.id == id).unwrap();
+            assert_eq!(o.status, Status::Unknown, "{id}: {o:?}");
+            assert!(o.what.contains(why), "{o:?}");
+        }
+        // Seen: judged as before (a run dir of the runtime path that is missing is critical).
+        f.hidden.clear();
+        assert_eq!(status(&f, "node.enroot.run_dir"), Status::Critical);
     }
 
     /// Field reports: enroot issues 13 and 61, pyxis issue 138, awsome-distributed-ai issue 184.

@@ -372,8 +372,8 @@ pub fn facts(f: &GpuFacts) -> Vec<(&'static str, String)> {
     let mut v = nvml_facts(f);
     match &f.kernel {
         KernelLog::NotAsked => {}
-        // Said, not hidden: the agent's unit (ProtectKernelLogs=yes) cannot read the kernel log, so
-        // its node.gpu.xid is OK without having looked; `launchguard check` as root looks.
+        // Said, not hidden: a process that cannot read the kernel log (no CAP_SYSLOG under
+        // kernel.dmesg_restrict=1, or a unit with ProtectKernelLogs=yes) has not looked.
         KernelLog::Unreadable(e) => v.push(("gpu_kernel_log", format!("not read: {e}"))),
         KernelLog::Read { xids, .. } => v.push((
             "gpu_kernel_log",
@@ -496,8 +496,17 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
 /// action. Never CRITICAL: the record stays in the log after the GPU was reset, while the live checks
 /// (`count`, `ecc`, `fabric`, NVML timing out) say whether the fault is still there.
 fn xid_outcome(k: &KernelLog) -> Outcome {
-    let KernelLog::Read { uptime_s, xids } = k else {
-        return Outcome::ok("node.gpu.xid");
+    let (uptime_s, xids) = match k {
+        KernelLog::Read { uptime_s, xids } => (uptime_s, xids),
+        KernelLog::NotAsked => return Outcome::ok("node.gpu.xid"),
+        // Not looked: never OK (an Xid 79 would go unseen). syslog(2): reading /dev/kmsg under
+        // kernel.dmesg_restrict=1 needs CAP_SYSLOG; systemd.exec(5) ProtectKernelLogs=yes hides it.
+        KernelLog::Unreadable(e) => {
+            return Outcome::unknown(
+                "node.gpu.xid",
+                format!("cannot read the kernel log /dev/kmsg for the NVIDIA driver's Xid records: {e} (reading it needs CAP_SYSLOG when kernel.dmesg_restrict=1, and a unit without ProtectKernelLogs=yes)"),
+            )
+        }
     };
     let faults: Vec<&XidEvent> = xids
         .iter()
@@ -894,8 +903,9 @@ mod tests {
             o.what
         );
         assert!(o.fix.starts_with("reboot"), "{}", o.fix);
+        // Issue 28: not looked is not OK.
         f.kernel = KernelLog::Unreadable("Operation not permitted".into());
-        assert_eq!(status(&f, "node.gpu.xid"), Status::Ok);
+        assert_eq!(status(&f, "node.gpu.xid"), Status::Unknown);
     }
 
     #[test]

@@ -209,7 +209,7 @@ pub fn all_checks() -> Vec<CheckInfo> {
     let mut v = vec![];
     for (family, list) in [
         ("munge", munge::CHECKS),
-        ("munge_paths", munge_paths::CHECKS),
+        ("munge", munge_paths::CHECKS),
         ("hostname", hostname::CHECKS),
         ("slurm_conf", slurm_conf::CHECKS),
         ("pmix", pmix::CHECKS),

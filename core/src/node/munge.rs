@@ -100,10 +100,20 @@ pub struct MungeFacts {
     pub shared_copies: Vec<SharedCopy>,
     /// The shared paths searched (for the message).
     pub shared_paths: Vec<String>,
+    /// Why munge cannot be judged from here: the key, munged's pid file or its socket is in a
+    /// directory the gathering process is shown otherwise than the node (the agent's unit hiding
+    /// `/tmp`, `/home`…). Every check of the family is then UNKNOWN (issue 28).
+    pub hidden: Option<String>,
 }
 
 /// Judges the munge family: one outcome per ID of [`CHECKS`].
 pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
+    if let Some(why) = &f.hidden {
+        return CHECKS
+            .iter()
+            .map(|(id, _)| Outcome::unknown(id, why.clone()))
+            .collect();
+    }
     // The key's stat, when it is a regular file the other checks can inspect.
     let stat = match &f.key {
         Ok(Some(s)) if s.regular => Some(s),
@@ -359,8 +369,22 @@ fn check_munge_shared_copy(f: &MungeFacts) -> Outcome {
 mod tests {
     use super::*;
 
+    /// Issue 28: a key or munged the gathering process cannot see as the node does is not judged
+    /// (a private /tmp said 'munged is not running', CRITICAL, where root's check was clean).
+    #[test]
+    fn munge_not_seen_as_the_node_sees_it_is_unknown_throughout() {
+        let mut f = good();
+        f.key = Ok(None);
+        assert!(judge(&f).iter().any(|o| o.status == Status::Critical));
+        f.hidden = Some("the agent's sandbox shows another directory at /tmp/m".into());
+        let out = judge(&f);
+        assert_eq!(out.len(), CHECKS.len());
+        assert!(out.iter().all(|o| o.status == Status::Unknown), "{out:?}");
+    }
+
     fn good() -> MungeFacts {
         MungeFacts {
+            hidden: None,
             key_path: "/etc/munge/munge.key".into(),
             key: Ok(Some(KeyStat {
                 uid: 100,

@@ -53,6 +53,9 @@ pub struct NcclEnvFacts {
     pub interfaces: Vec<String>,
     /// The rules (builtin plus the admin's).
     pub rules: Vec<Rule>,
+    /// Why some configured files could not be looked at from here: the gathering process is shown
+    /// their directory otherwise than the node (the agent's unit hiding `/tmp`, `/home`…).
+    pub hidden: Vec<String>,
 }
 
 /// Judges the nccl_env family: one outcome per ID of [`CHECKS`].
@@ -68,6 +71,10 @@ pub fn judge(f: &NcclEnvFacts) -> Vec<Outcome> {
         }
     }
     let Some((path, first)) = problems.first() else {
+        // Nothing found in what could be read; unread files are not OK (issue 28).
+        if let Some(why) = f.hidden.first() {
+            return vec![Outcome::unknown("node.nccl_env.files", why.clone())];
+        }
         return vec![Outcome::ok("node.nccl_env.files")];
     };
     let more = problems.len() - 1;
@@ -109,6 +116,7 @@ mod tests {
     #[test]
     fn ib_variables_on_efa_are_named_with_their_file() {
         let f = NcclEnvFacts {
+            hidden: vec![],
             files: vec![
                 ("/etc/environment".into(), "PATH=/bin\n".into()),
                 (
@@ -131,9 +139,31 @@ mod tests {
         let _ = judge(&f);
     }
 
+    /// Issue 28: a file the gathering process could not look at is not OK, a finding in one it
+    /// could still stands.
+    #[test]
+    fn files_not_looked_at_are_unknown_unless_another_file_has_a_finding() {
+        let mut f = NcclEnvFacts {
+            hidden: vec!["the agent's sandbox shows another directory at /tmp/x".into()],
+            files: vec![("/etc/environment".into(), "PATH=/bin\n".into())],
+            fabric: None,
+            interfaces: vec!["eth0".into()],
+            rules: builtin_rules(),
+        };
+        let out = judge(&f);
+        assert_eq!(out[0].status, Status::Unknown, "{out:?}");
+        assert!(out[0].what.contains("/tmp/x"), "{out:?}");
+        f.files.push((
+            "/etc/nccl.conf".into(),
+            "NCCL_SOCKET_IFNAME=lgnone0\n".into(),
+        ));
+        assert_eq!(judge(&f)[0].status, Status::Warning);
+    }
+
     #[test]
     fn clean_files_are_ok() {
         let f = NcclEnvFacts {
+            hidden: vec![],
             files: vec![("/etc/environment".into(), "PATH=/bin\n".into())],
             fabric: Some(Fabric::Efa),
             interfaces: vec![],

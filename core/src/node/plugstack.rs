@@ -175,6 +175,10 @@ pub struct PlugstackFacts {
     pub unread: Vec<Entry>,
     /// Pyxis's `runtime_path=` (default `/run/pyxis`) and where it lives, when Pyxis is listed.
     pub pyxis_runtime: Option<RuntimeFs>,
+    /// Why the stack cannot be judged from here: plugstack.conf or a plugin's .so is in a
+    /// directory the gathering process is shown otherwise than the node (the agent's unit hiding
+    /// `/tmp`, `/home`…). Every check of the family is then UNKNOWN (issue 28).
+    pub hidden: Option<String>,
 }
 
 /// Where a directory lives.
@@ -210,6 +214,12 @@ fn basename(p: &str) -> &str {
 
 /// Judges the plugstack family: one outcome per ID of [`CHECKS`].
 pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
+    if let Some(why) = &f.hidden {
+        return CHECKS
+            .iter()
+            .map(|(id, _)| Outcome::unknown(id, why.clone()))
+            .collect();
+    }
     let entries = match &f.entries {
         Ok(e) => e,
         Err(e) => {
@@ -362,6 +372,7 @@ mod tests {
 
     fn facts(entries: Vec<(Entry, SoState)>) -> PlugstackFacts {
         PlugstackFacts {
+            hidden: None,
             path: "/etc/slurm/plugstack.conf".into(),
             entries: Ok(entries),
             problems: vec![],
@@ -369,6 +380,26 @@ mod tests {
             unread: vec![],
             pyxis_runtime: None,
         }
+    }
+
+    /// Issue 28: a stack the gathering process is shown otherwise than the node is not judged:
+    /// every check UNKNOWN with the reason (the agent's private /tmp showed no plugstack.conf, and
+    /// a required line to a missing .so passed).
+    #[test]
+    fn a_stack_not_seen_as_the_node_sees_it_is_unknown_throughout() {
+        let mut f = facts(vec![(
+            entry("/tmp/x/spank_gone.so", true, "/tmp/x/plugstack.conf:1"),
+            SoState::Missing("/tmp/x/spank_gone.so".into()),
+        )]);
+        assert!(judge(&f).iter().any(|o| o.status == Status::Critical));
+        f.hidden = Some("the agent's sandbox shows another directory at /tmp/x".into());
+        let out = judge(&f);
+        assert_eq!(out.len(), CHECKS.len());
+        assert!(
+            out.iter()
+                .all(|o| o.status == Status::Unknown && o.what.contains("/tmp/x")),
+            "{out:?}"
+        );
     }
 
     #[test]

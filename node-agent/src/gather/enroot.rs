@@ -207,10 +207,17 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
     };
     let dir = shared_dir(&runtime_path(&pairs));
     // The last setting of each key wins (enroot sources the files in order).
-    let storage = ["ENROOT_CACHE_PATH", "ENROOT_DATA_PATH"]
+    let storage: Vec<Storage> = ["ENROOT_CACHE_PATH", "ENROOT_DATA_PATH"]
         .iter()
         .filter_map(|k| pairs.iter().rev().find(|(pk, _)| pk == k))
         .filter_map(|(k, v)| storage(k, v))
+        .collect();
+    // What the agent's unit may show otherwise than the node (its own /tmp, a hidden /home).
+    let hidden = dir
+        .iter()
+        .cloned()
+        .chain(storage.iter().filter_map(|s| fixed_part(&s.path)))
+        .filter_map(|p| super::view::hidden(&ctx.roots, Path::new(&p)).map(|why| (p, why)))
         .collect();
     EnrootFacts {
         conf_path: conf_path.display().to_string(),
@@ -223,6 +230,7 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
             .as_deref()
             .is_some_and(|d| plugin_repairs(ctx, &conf_path, d)),
         nvidia: nvidia_hook(&ctx.roots, &conf_path),
+        hidden,
     }
 }
 

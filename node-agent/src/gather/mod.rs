@@ -23,6 +23,7 @@ pub mod plugstack;
 pub mod pmix;
 pub mod slurm_conf;
 pub mod util;
+pub mod view;
 
 use crate::config::Config;
 use launchguard_core::host::{short_hostname, Roots};

@@ -58,7 +58,12 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
             .collect(),
         _ => vec![],
     };
+    // What the agent's unit may show otherwise than the node.
+    let hidden = [&m.key, &m.pid_file, &m.socket]
+        .iter()
+        .find_map(|p| super::view::hidden(&ctx.roots, p));
     MungeFacts {
+        hidden,
         key_path: m.key.display().to_string(),
         key,
         munge_uid: nix::unistd::User::from_name("munge")

@@ -11,7 +11,15 @@ use std::path::Path;
 pub fn gather(ctx: &Ctx) -> NcclEnvFacts {
     let c = &ctx.cfg.nccl_env;
     let mut files = vec![];
+    let mut hidden = vec![];
     for pat in &c.files {
+        if let Some(why) = Path::new(pat)
+            .parent()
+            .and_then(|d| super::view::hidden(&ctx.roots, d))
+        {
+            hidden.push(why);
+            continue;
+        }
         for f in util::glob_last(Path::new(pat)) {
             if let Ok(t) = util::read_text(&f) {
                 files.push((f.display().to_string(), t));
@@ -45,5 +53,6 @@ pub fn gather(ctx: &Ctx) -> NcclEnvFacts {
         fabric,
         interfaces,
         rules,
+        hidden,
     }
 }

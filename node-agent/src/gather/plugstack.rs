@@ -276,7 +276,17 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
         }
         Err(_) => None,
     };
+    // What the agent's unit may show otherwise than the node: the file and every plugin's .so.
+    let hidden = std::iter::once(p.clone())
+        .chain(
+            entries
+                .iter()
+                .flatten()
+                .map(|(e, _)| PathBuf::from(&e.path)),
+        )
+        .find_map(|f| super::view::hidden(&ctx.roots, &f));
     PlugstackFacts {
+        hidden,
         path: p.display().to_string(),
         entries,
         problems,

@@ -1,0 +1,170 @@
+//! Whether this process sees a path as the node does: the agent runs in its unit's own mount
+//! namespace (systemd.exec(5): `PrivateTmp=`, `ProtectHome=`, `InaccessiblePaths=`,
+//! `TemporaryFileSystem=`, a site's drop-in…), where a path may show another filesystem than the
+//! node's. A check that judges such a path from here would judge the sandbox, not the node, so it
+//! says UNKNOWN with [`hidden`]'s reason instead.
+//!
+//! The node's view is PID 1's mount table, `/proc/1/mountinfo` (proc(5): readable by every process,
+//! unlike `/proc/1/root`, which needs ptrace access the agent's capability bound does not give);
+//! this process's is `/proc/self/mountinfo`. A path is seen as the node sees it when both tables
+//! resolve it to the same filesystem (`major:minor`) and the same directory inside it (the mount's
+//! root joined with the rest of the path). Mount options are not compared: `ProtectSystem=strict`
+//! makes the agent's mounts read-only, which changes no answer of a read.
+
+use launchguard_core::host::Roots;
+use std::path::{Component, Path, PathBuf};
+
+/// Largest mountinfo read (bytes): thousands of mounts fit.
+const MAX_MOUNTINFO: u64 = 16 << 20;
+
+/// One mountinfo line's fields that locate a path: device, root inside it, mount point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mount {
+    dev: String,
+    root: PathBuf,
+    point: PathBuf,
+}
+
+/// mountinfo's octal escapes (`\040` for a space, proc(5)).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The mounts of a mountinfo text, in its order (a later mount on the same point is on top).
+fn parse(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() >= 5).then(|| Mount {
+                dev: f[2].to_string(),
+                root: PathBuf::from(unescape(f[3])),
+                point: PathBuf::from(unescape(f[4])),
+            })
+        })
+        .collect()
+}
+
+/// `p` without `.` and `..` components (lexically; `None` for a relative path).
+fn normal(p: &Path) -> Option<PathBuf> {
+    if !p.is_absolute() {
+        return None;
+    }
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// Where a table puts `p`: the topmost mount whose point is the longest prefix of `p`, as
+/// (device, directory inside it).
+fn locate(mounts: &[Mount], p: &Path) -> Option<(String, PathBuf)> {
+    let m = mounts
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| p.starts_with(&m.point))
+        .max_by_key(|(i, m)| (m.point.components().count(), *i))?
+        .1;
+    let rest = p.strip_prefix(&m.point).ok()?;
+    Some((m.dev.clone(), m.root.join(rest)))
+}
+
+/// Why `p` is not seen here as the node sees it, from the two mount tables' texts; `None` when
+/// both resolve it to the same directory of the same filesystem (or `p` is relative).
+pub fn differs(node_mountinfo: &str, own_mountinfo: &str, p: &Path) -> Option<String> {
+    let p = normal(p)?;
+    let node = locate(&parse(node_mountinfo), &p)?;
+    let own = locate(&parse(own_mountinfo), &p)?;
+    (node != own).then(|| {
+        format!(
+            "the agent's sandbox shows another directory at {} than the node does (the node: {} on device {}; here: {} on device {}): a setting of its unit hides it (PrivateTmp=, ProtectHome=, InaccessiblePaths=, TemporaryFileSystem=, or a drop-in's)",
+            p.display(),
+            node.1.display(),
+            node.0,
+            own.1.display(),
+            own.0
+        )
+    })
+}
+
+/// Why this process does not see `p` as the node does (see [`differs`]); `None` when it does, and
+/// when the mount tables cannot be read (nothing to compare: the path is judged as seen).
+pub fn hidden(roots: &Roots, p: &Path) -> Option<String> {
+    let read = |f: &str| {
+        super::util::read_bytes(&roots.proc.join(f), MAX_MOUNTINFO)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    differs(&read("1/mountinfo")?, &read("self/mountinfo")?, p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NODE: &str = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
+30 27 0:30 / /home rw,relatime - ext4 /dev/sdb1 rw
+31 27 0:31 / /run rw,nosuid - tmpfs tmpfs rw
+";
+
+    #[test]
+    fn private_tmp_and_protect_home_are_hidden_read_only_is_not() {
+        // systemd's PrivateTmp=: a directory of the node's /tmp bound on /tmp; ProtectHome=yes: an
+        // inaccessible directory from /run bound on /home; ProtectSystem=strict: the same mounts
+        // remounted read-only.
+        let own = format!(
+            "{}\
+40 27 8:1 /tmp/systemd-private-abc-launchguard-agent.service-x/tmp /tmp rw - ext4 /dev/sda1 rw
+41 30 0:31 /systemd/inaccessible/dir /home ro - tmpfs tmpfs rw
+",
+            NODE.replace("/ / rw,", "/ / ro,")
+        );
+        let tmp = differs(NODE, &own, Path::new("/tmp/enroot-data/x")).unwrap();
+        assert!(tmp.contains("at /tmp/enroot-data/x"), "{tmp}");
+        assert!(tmp.contains("systemd-private-abc"), "{tmp}");
+        assert!(differs(NODE, &own, Path::new("/home/u")).is_some());
+        // Read-only, same filesystem and directory: seen as the node sees it.
+        assert_eq!(
+            differs(NODE, &own, Path::new("/etc/enroot/enroot.conf")),
+            None
+        );
+        assert_eq!(differs(NODE, &own, Path::new("/run/enroot")), None);
+        assert_eq!(differs(NODE, NODE, Path::new("/tmp/x/../y")), None);
+        assert_eq!(differs(NODE, &own, Path::new("relative")), None);
+    }
+
+    #[test]
+    fn a_tmpfs_on_tmp_differs_and_escapes_are_read() {
+        let own = format!("{NODE}50 27 0:55 / /tmp rw - tmpfs tmpfs rw\n");
+        assert!(differs(NODE, &own, Path::new("/tmp")).is_some());
+        assert!(differs(NODE, &own, Path::new("/tmpx")).is_none());
+        let spaced =
+            "27 1 8:1 / / rw - ext4 /dev/sda1 rw\n60 27 0:60 / /mnt/a\\040b rw - tmpfs t rw\n";
+        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
+        assert!(differs(NODE, spaced, Path::new("/mnt/a b/c")).is_some());
+        assert!(differs(NODE, spaced, Path::new("/mnt/a")).is_none());
+    }
+}
