@@ -22,6 +22,7 @@ pub mod profile;
 pub mod protocol;
 pub mod release;
 pub mod report;
+pub mod rlimit;
 pub mod slurm_conf;
 pub mod text;
 

@@ -9,8 +9,9 @@
 //! a partial result.
 #![no_main]
 
+use launchguard_nccl::file::parse_path;
 use launchguard_nccl::outliers::{analyse, OutlierOptions};
-use launchguard_nccl::parse::{parse_bytes, parse_path, Scanner};
+use launchguard_nccl::parse::{parse_bytes, Scanner};
 use launchguard_nccl::verdict::{check, CheckOptions};
 use libfuzzer_sys::fuzz_target;
 

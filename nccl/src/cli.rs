@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::baseline;
+use crate::file;
 use crate::generate::{self, PairwisePlan};
 use crate::outliers::{self, OutlierOptions};
 use crate::output;
-use crate::parse::{self, ParseError, Parsed};
+use crate::parse::{ParseError, Parsed};
 use crate::table::Placement;
 use crate::units::parse_size;
 use crate::verdict::{self, CheckOptions, Fabric};
@@ -187,7 +188,7 @@ fn parse_all(files: &[PathBuf]) -> Vec<(String, Result<Parsed, ParseError>)> {
     use rayon::prelude::*;
     files
         .par_iter()
-        .map(|p| (p.display().to_string(), parse::parse_path(p)))
+        .map(|p| (p.display().to_string(), file::parse_path(p)))
         .collect()
 }
 

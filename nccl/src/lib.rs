@@ -27,6 +27,7 @@
 pub mod baseline;
 pub mod cli;
 pub mod env_rules;
+pub mod file;
 pub mod generate;
 pub mod html;
 pub mod interfaces;
@@ -44,4 +45,5 @@ pub mod units;
 pub mod verdict;
 pub mod warn_rules;
 
-pub use parse::{parse_bytes, parse_path, parse_reader, ParseError, Parsed};
+pub use file::parse_path;
+pub use parse::{parse_bytes, parse_reader, ParseError, Parsed};

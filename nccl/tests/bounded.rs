@@ -6,7 +6,8 @@ use std::io::Read;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use launchguard_nccl::parse::{parse_bytes, parse_path, parse_reader, ParseError, MAX_JSON};
+use launchguard_nccl::file::parse_path;
+use launchguard_nccl::parse::{parse_bytes, parse_reader, ParseError, MAX_JSON};
 
 /// Runs `f` on a thread; fails the test if it does not return within `secs`.
 fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {

@@ -3,7 +3,7 @@
 //! `nccl/tests/fixtures/field/`. Each test states the verdict the report deserves; the sources
 //! are listed in `tests/field/README.md` ("NCCL logs and nccl-tests output").
 
-use launchguard_nccl::parse::parse_path;
+use launchguard_nccl::file::parse_path;
 use launchguard_nccl::table::Layout;
 use launchguard_nccl::verdict::{check, CheckOptions, FileReport, Verdict};
 use launchguard_nccl::Parsed;

@@ -1,7 +1,7 @@
 //! Parsers and verdicts over the real 2x H200 runs in `nccl/tests/fixtures/` (unedited; see its
 //! README.md). Expected values are the ones the fixtures' README states.
 
-use launchguard_nccl::parse::parse_path;
+use launchguard_nccl::file::parse_path;
 use launchguard_nccl::table::{Correctness, Layout, Placement};
 use launchguard_nccl::verdict::{check, CheckOptions, Fabric, Verdict};
 use launchguard_nccl::Parsed;

@@ -4,7 +4,7 @@
 //! over InfiniBand). Fixtures: `tests/fixtures/` (synthetic; README there).
 
 use launchguard_nccl::baseline::{for_sku, parse, SEEDS};
-use launchguard_nccl::parse::parse_path;
+use launchguard_nccl::file::parse_path;
 use launchguard_nccl::verdict::{check, CheckOptions};
 use launchguard_nccl::Parsed;
 

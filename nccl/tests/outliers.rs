@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use launchguard_nccl::file::parse_path;
 use launchguard_nccl::generate::{self, node_name, GenRun, PairwisePlan};
 use launchguard_nccl::outliers::{analyse, NodeVerdict, OutlierOptions, SkipReason};
-use launchguard_nccl::parse::{parse_bytes, parse_path};
+use launchguard_nccl::parse::parse_bytes;
 use launchguard_nccl::verdict::Verdict;
 
 const SEED_SCRIPT: &str = concat!(

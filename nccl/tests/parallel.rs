@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use launchguard_nccl::parse::{parse_path, parse_path_in_pieces};
+use launchguard_nccl::file::{parse_path, parse_path_in_pieces};
 use launchguard_nccl::verdict::{check, CheckOptions};
 
 /// Piece sizes in bytes: 1 cuts after every line; the others fall mid-line.

@@ -8,12 +8,12 @@
 //! NVLink, PCIe or shared memory, so only steps of several nodes are judged.
 //!
 //! Judged in `task_init` on the task's own limits (`/proc/self/limits` of the task, parsed by
-//! [`crate::node::memlock::parse_limits`]): a finite **hard** limit is an error (nothing the user
+//! [`crate::rlimit::parse_limits`]): a finite **hard** limit is an error (nothing the user
 //! can do inside the job raises it), a finite **soft** limit under an unlimited hard one a warning
 //! (the user's `ulimit -l unlimited` fixes it).
 
 use crate::finding::{CheckKind, Finding, Severity};
-use crate::node::memlock::Limit;
+use crate::rlimit::Limit;
 
 /// What `launch.memlock` judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
