@@ -6,10 +6,7 @@
 use super::Ctx;
 use launchguard_core::host::rdma;
 use launchguard_core::node::memlock::{parse_limits, MemlockFacts, Slurmd};
-use std::path::Path;
-
-/// slurm.conf(5)'s default `SlurmdPidFile`.
-const DEFAULT_PID_FILE: &str = "/var/run/slurmd.pid";
+use launchguard_core::slurm_conf::SlurmConf;
 
 /// Gathers the memlock family's facts.
 pub fn gather(ctx: &Ctx) -> MemlockFacts {
@@ -28,15 +25,7 @@ pub fn gather(ctx: &Ctx) -> MemlockFacts {
     }
     let (_, conf) = ctx.slurm_conf();
     let conf = conf.ok();
-    let node = ctx.slurm_node_name(conf.as_ref());
-    let host = launchguard_core::host::short_hostname(&ctx.roots);
-    let pid_file = conf
-        .as_ref()
-        .and_then(|c| c.get("SlurmdPidFile"))
-        .unwrap_or(DEFAULT_PID_FILE)
-        .replace("%n", &node)
-        .replace("%h", &host);
-    let (slurmd, under_systemd) = slurmd(ctx, Path::new(&pid_file));
+    let (slurmd, under_systemd) = slurmd(ctx, conf.as_ref());
     MemlockFacts {
         rdma_nics,
         slurmd,
@@ -53,37 +42,12 @@ pub fn gather(ctx: &Ctx) -> MemlockFacts {
 }
 
 /// slurmd's limits and whether systemd is its parent.
-fn slurmd(ctx: &Ctx, pid_file: &Path) -> (Slurmd, bool) {
-    let pid = match super::util::read_bytes(pid_file, 64) {
-        Ok(b) => match String::from_utf8_lossy(&b).trim().parse::<u32>() {
-            Ok(p) => p,
-            Err(_) => {
-                return (
-                    Slurmd::Unknown(format!("{} holds no pid", pid_file.display())),
-                    false,
-                )
-            }
-        },
-        Err(e) => {
-            return (
-                Slurmd::Unknown(format!("{}: {e} (is slurmd running?)", pid_file.display())),
-                false,
-            )
-        }
+fn slurmd(ctx: &Ctx, conf: Option<&SlurmConf>) -> (Slurmd, bool) {
+    let (pid, stat) = match super::slurmd::find(ctx, conf) {
+        Ok(x) => x,
+        Err(e) => return (Slurmd::Unknown(e), false),
     };
     let proc = ctx.roots.proc.join(pid.to_string());
-    let stat = super::util::read_bytes(&proc.join("stat"), 4096)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    if !stat.contains("(slurmd)") {
-        return (
-            Slurmd::Unknown(format!(
-                "pid {pid} from {} is not a live slurmd",
-                pid_file.display()
-            )),
-            false,
-        );
-    }
     let ppid = stat
         .rfind(')')
         .and_then(|i| stat[i + 1..].split_whitespace().nth(1))

@@ -22,6 +22,7 @@ mod nvml_fabric;
 pub mod plugstack;
 pub mod pmix;
 pub mod slurm_conf;
+pub mod slurmd;
 pub mod util;
 pub mod view;
 

@@ -277,6 +277,7 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
         Err(_) => None,
     };
     // What the agent's unit may show otherwise than the node: the file and every plugin's .so.
+    let node = super::view::node_view(ctx);
     let hidden = std::iter::once(p.clone())
         .chain(
             entries
@@ -284,7 +285,7 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
                 .flatten()
                 .map(|(e, _)| PathBuf::from(&e.path)),
         )
-        .find_map(|f| super::view::hidden(&ctx.roots, &f));
+        .find_map(|f| super::view::hidden(&ctx.roots, node.as_deref(), &f));
     PlugstackFacts {
         hidden,
         path: p.display().to_string(),

@@ -4,9 +4,10 @@
 //! node's. A check that judges such a path from here would judge the sandbox, not the node, so it
 //! says UNKNOWN with [`hidden`]'s reason instead.
 //!
-//! The node's view is PID 1's mount table, `/proc/1/mountinfo` (proc(5): readable by every process,
-//! unlike `/proc/1/root`, which needs ptrace access the agent's capability bound does not give);
-//! this process's is `/proc/self/mountinfo`. A path is seen as the node sees it when both tables
+//! The node's view is slurmd's mount table (its jobs run there), else PID 1's: `/proc/<pid>/mountinfo`
+//! (proc(5); readable where `/proc/<pid>/root` needs ptrace access the agent's capability bound does
+//! not give); this process's is `/proc/self/mountinfo`. A check run inside a namespace node or a
+//! container beside its own slurmd is therefore judged as that node sees it. A path is seen as the node sees it when both tables
 //! resolve it to the same filesystem (`major:minor`) and the same directory inside it (the mount's
 //! root joined with the rest of the path). Mount options are not compared: `ProtectSystem=strict`
 //! makes the agent's mounts read-only, which changes no answer of a read.
@@ -108,15 +109,30 @@ pub fn differs(node_mountinfo: &str, own_mountinfo: &str, p: &Path) -> Option<St
     })
 }
 
-/// Why this process does not see `p` as the node does (see [`differs`]); `None` when it does, and
-/// when the mount tables cannot be read (nothing to compare: the path is judged as seen).
-pub fn hidden(roots: &Roots, p: &Path) -> Option<String> {
-    let read = |f: &str| {
-        super::util::read_bytes(&roots.proc.join(f), MAX_MOUNTINFO)
+/// The node's mount table: slurmd's (`/proc/<slurmd>/mountinfo`; the node's jobs run in its mount
+/// namespace, which in a container or namespace node is not PID 1's), else PID 1's; `None` when
+/// neither can be read.
+pub fn node_view(ctx: &super::Ctx) -> Option<String> {
+    let read = |f: String| {
+        super::util::read_bytes(&ctx.roots.proc.join(f), MAX_MOUNTINFO)
             .ok()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     };
-    differs(&read("1/mountinfo")?, &read("self/mountinfo")?, p)
+    let (_, conf) = ctx.slurm_conf();
+    super::slurmd::find(ctx, conf.ok().as_ref())
+        .ok()
+        .and_then(|(pid, _)| read(format!("{pid}/mountinfo")))
+        .or_else(|| read("1/mountinfo".into()))
+}
+
+/// Why this process does not see `p` as the node does (see [`differs`]) against `node`, the node's
+/// mount table ([`node_view`]); `None` when it does, and when a table cannot be read (nothing to
+/// compare: the path is judged as seen).
+pub fn hidden(roots: &Roots, node: Option<&str>, p: &Path) -> Option<String> {
+    let own = super::util::read_bytes(&roots.proc.join("self/mountinfo"), MAX_MOUNTINFO)
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())?;
+    differs(node?, &own, p)
 }
 
 #[cfg(test)]
