@@ -360,8 +360,10 @@ jfind "$t0" MESSAGE_ID=7c3613215b974e6fa69bff88de07bdb2 LAUNCHGUARD_FINDINGS~lau
 say "$(cat "$WORK/allowed.line")" "$(cat "$WORK/warned.line")"
 check "journal: an allowed launch report: MESSAGE_ID LAUNCH, PRIORITY=5, LAUNCHGUARD_JOB/_UID=1500/_ACTION=allowed" \
   grep -Eq '^PRIORITY=5 MESSAGE_ID=7c3613215b974e6fa69bff88de07bdb2 LAUNCHGUARD_ACTION=allowed .*LAUNCHGUARD_JOB=[0-9]+ .*LAUNCHGUARD_UID=1500' "$WORK/allowed.line"
-check "journal: a launch with an error-severity finding (--export=NONE): PRIORITY=2, LAUNCHGUARD_FINDINGS=launch.export_all" \
-  grep -Eq '^PRIORITY=2 MESSAGE_ID=7c3613215b974e6fa69bff88de07bdb2 LAUNCHGUARD_ACTION=warned .*LAUNCHGUARD_FINDINGS=launch.export_all .*LAUNCHGUARD_SEVERITY=error' "$WORK/warned.line"
+# srun's report is the user's claim (issue 26: a user's srun must not write ERROR entries): logged at
+# PRIORITY=5 with LAUNCHGUARD_SOURCE=user_claim, its finding and severity kept as fields.
+check "journal: srun's report of an error-severity finding (--export=NONE) is the user's claim: PRIORITY=5, LAUNCHGUARD_FINDINGS=launch.export_all, LAUNCHGUARD_SOURCE=user_claim" \
+  grep -Eq '^PRIORITY=5 MESSAGE_ID=7c3613215b974e6fa69bff88de07bdb2 LAUNCHGUARD_ACTION=warned .*LAUNCHGUARD_FINDINGS=launch.export_all .*LAUNCHGUARD_SEVERITY=error LAUNCHGUARD_SOURCE=user_claim .*MESSAGE=launch warned \(claimed by the user.s srun, not verified\)' "$WORK/warned.line"
 
 stage "5. watchdog"
 srun_loop "$WORK/base.srun" 8
