@@ -10,15 +10,11 @@
 #[path = "common/browser.rs"]
 mod browser;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 fn lg() -> Command {
     Command::new(env!("CARGO_BIN_EXE_launchguard"))
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 #[test]
