@@ -236,7 +236,7 @@ def extract(tree, kind):
                 add(p, "warn", t, args)
     elif kind == "munge":
         for p in files(tree, (".c",), "src"):
-            for _, call, t, args in c_calls(p, ["log_err", "log_errno"], lambda c: 2 if c == "log_errno" else 1):
+            for _, call, t, args in c_calls(p, ["log_err", "log_errno"], lambda c: 2):
                 add(p, "error", t, args)
     elif kind == "slurm":
         for p in files(tree, (".c",), "src"):
@@ -256,7 +256,7 @@ def key_hash(template):
 
 # --- instantiating ---------------------------------------------------------------------------------
 
-SPEC = re.compile(r"%(?:%|[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|z|j|t|L|q)?([diouxXeEfgGcspn]))")
+SPEC = re.compile(r"%(?:%|[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|z|j|t|L|q)?([diouxXeEfgGcspnm]))")
 
 
 def sample_for(expr, conv):
@@ -303,6 +303,9 @@ def instantiate_c(template, args, values=()):
         if m.group(0) == "%%":
             return "%"
         conv = m.group(1)
+        if conv == "m":  # glibc's errno text (Slurm's error()/fatal()): takes no argument
+            k += 1
+            return values[k - 1] if k <= len(values) and values[k - 1] else "No such file or directory"
         n += m.group(0).count("*")
         expr = args[n] if n < len(args) else ""
         n += 1

@@ -237,7 +237,7 @@ fn explain_rules() -> Result<String, String> {
     let rules = crate::explain::Rules::builtin()?;
     let mut out = header(
         "`launchguard explain` symptoms",
-        "`node-agent/src/explain/rules.toml`",
+        "`node-agent/src/explain/rules.toml` and `node-agent/src/explain/rules/*.toml`",
     );
     let rows: Vec<Vec<String>> = rules
         .rules

@@ -58,6 +58,7 @@ const CASES: &[(&str, i32, Want)] = &[
             ("node.enroot.storage", 1),
             ("node.enroot.storage", 1),
             ("launch.enroot_runtime", 1),
+            ("node.enroot.storage", 1),
             ("job.spank_failed", 1),
         ],
     ),
@@ -120,6 +121,80 @@ const CASES: &[(&str, i32, Want)] = &[
         "plugstack_dlopen.out",
         2,
         &[("node.plugstack.required_so", 1)],
+    ),
+    // Issue 31: Pyxis, enroot and munge reports of kinds the rule table did not know.
+    ("enroot_whiteout_caps.out", 2, &[("node.enroot.caps", 2)]),
+    (
+        "enroot_caps_lzo.out",
+        2,
+        &[("node.enroot.caps", 1), ("job.container_image_path", 1)],
+    ),
+    (
+        "enroot_switchroot_rootfs.out",
+        2,
+        &[("job.enroot_switchroot", 1)],
+    ),
+    (
+        "enroot_start_no_unsquashfs.out",
+        2,
+        &[("node.enroot.deps", 1)],
+    ),
+    (
+        "pyxis_entrypoint.out",
+        2,
+        &[("job.container_entrypoint", 1), ("job.spank_failed", 1)],
+    ),
+    (
+        "pyxis_exec_bash_hint.out",
+        2,
+        &[
+            ("job.container_exec", 1),
+            ("job.container_entrypoint", 1),
+            ("job.spank_failed", 1),
+        ],
+    ),
+    (
+        "pyxis_seccomp.out",
+        2,
+        &[("job.enroot_kernel", 1), ("job.spank_failed", 1)],
+    ),
+    ("enroot_helper_missing.out", 2, &[("node.enroot.deps", 3)]),
+    (
+        "srun_test_exec_container.out",
+        2,
+        &[("job.exec_missing", 1)],
+    ),
+    (
+        "munge_keyfile_insecure.log",
+        2,
+        &[("node.munge.key_mode", 1)],
+    ),
+    (
+        "munge_socket_permission.txt",
+        2,
+        &[("node.munge.socket_dir_access", 1)],
+    ),
+    (
+        "munge_socket_inaccessible.log",
+        2,
+        &[("node.munge.socket_dir_access", 1)],
+    ),
+    ("munge_socket_bound.log", 2, &[("node.munge.daemon", 1)]),
+    ("munge_unauthorized_uid.log", 2, &[("job.munge_uid", 1)]),
+    (
+        "munge_logdir_group.log",
+        2,
+        &[("node.munge.dirs_secure", 1)],
+    ),
+    (
+        "munge_logdir_owner.log",
+        2,
+        &[("node.munge.dirs_secure", 1), ("node.munge.dirs_secure", 1)],
+    ),
+    (
+        "munge_etc_group_writable.log",
+        2,
+        &[("node.munge.dirs_secure", 1)],
     ),
 ];
 

@@ -2,7 +2,8 @@
 //! terminal) and explains every line it knows: finding ID, what happened, why, and the fix, one line
 //! each in the project's finding shape (`launchguard: <id>: <what>; <why>; <fix>`).
 //!
-//! The knowledge is data: `rules.toml` next to this file (embedded at build time), one rule per
+//! The knowledge is data: `rules.toml` next to this file and the tables under `rules/` (embedded at
+//! build time, in that order), one rule per
 //! symptom with a regular expression, the texts, the public document it follows and example lines
 //! that the unit tests run. The first rule that matches a line explains it; unknown lines are
 //! ignored. Repeated symptoms (the same finding from many tasks or nodes) are reported once with a
@@ -32,8 +33,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 
-/// The built-in rule table (TOML, see the file's header for the fields).
-pub const RULES_TOML: &str = include_str!("rules.toml");
+/// The built-in rule table (TOML, see `rules.toml`'s header for the fields): `rules.toml`, then
+/// the per-source tables under `rules/` in this order (the first matching rule wins, so a later
+/// table only sees lines no earlier rule explains).
+pub const RULES_TOML: &str = concat!(
+    include_str!("rules.toml"),
+    "\n",
+    include_str!("rules/pyxis.toml"),
+    "\n",
+    include_str!("rules/enroot.toml"),
+    "\n",
+    include_str!("rules/slurm.toml"),
+    "\n",
+    include_str!("rules/munge.toml"),
+);
 
 /// Bytes of one line that are matched; the rest of a longer line is skipped.
 pub const MAX_LINE: usize = 16 * 1024;

@@ -74,7 +74,7 @@ srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:197: pmi/pmix: can not l
     assert_eq!(
         got,
         [
-            "launch.export_all",
+            "job.exec_missing",
             "launch.enroot_runtime",
             "launch.cpus_per_task",
             "node.munge.key_digest",
@@ -86,7 +86,7 @@ srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:197: pmi/pmix: can not l
     assert_eq!(rep.status, "critical");
     assert_eq!(
         rep.findings[0].what,
-        "slurmstepd could not find the program 'python' on the step's PATH"
+        "slurmstepd could not find 'python' on the node: most likely the node has only python3"
     );
     assert_eq!(rep.findings[4].severity, Severity::Warning);
 }
@@ -220,4 +220,34 @@ examples = ["boom 1"]
         assert!(e.contains(want), "{from} -> {e}");
     }
     assert!(Rules::parse("").is_err());
+}
+
+/// Issue 31 item 5: the cause the line's own text points at leads. An unversioned `python` is
+/// missing on current Debian, Ubuntu and RHEL whatever the environment, so the missing program
+/// comes first and `--export` after it; a program every node has (hostname) can only be missing
+/// from PATH, so `--export` leads there.
+#[test]
+fn the_likeliest_cause_of_a_missing_program_is_named_first() {
+    let r = rules();
+    let one = |line: &str| {
+        let rep = explain_bytes(r, line.as_bytes());
+        assert_eq!(rep.findings.len(), 1, "{line}");
+        rep.findings[0].clone()
+    };
+    let py = one("slurmstepd: error: execve(): python: No such file or directory");
+    assert_eq!(py.id, "job.exec_missing");
+    assert!(py.what.contains("only python3"), "{}", py.what);
+    let (first, export) = (py.why.find("python-is-python3"), py.why.find("--export"));
+    assert!(
+        first.is_some() && export.is_some() && first < export,
+        "the missing python3-only command must come before --export: {}",
+        py.why
+    );
+    assert!(py.fix.starts_with("call python3"), "{}", py.fix);
+    // python3 itself missing is not the python3-only case.
+    let py3 = one("slurmstepd: error: execve(): python3: No such file or directory");
+    assert_eq!(py3.id, "launch.export_all");
+    let host = one("0: slurmstepd-n1: error: execve(): hostname: No such file or directory");
+    assert_eq!(host.id, "launch.export_all");
+    assert!(host.why.starts_with("srun --export=VAR"), "{}", host.why);
 }
