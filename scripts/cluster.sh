@@ -201,7 +201,8 @@ write_config() {
   # Tasks are bound to their CPUs as on a site's node, so that `nproc` in a step shows the CPUs per
   # task launchguard's CPU line speaks of: on the host, task/cgroup with ConstrainCores=yes (the
   # step's cpuset, cgroup v1) plus task/affinity (sched_setaffinity); in a chroot task/affinity
-  # alone (a second slurmd's cgroup tree would collide with the host's, and 26.05 has no cgroup/v1).
+  # alone (a second slurmd on the same cgroup v1 hierarchy would share the host slurmd's slurm_NODE
+  # cgroups).
   local C=$R$CONF_DIR proctrack=proctrack/cgroup task=task/cgroup,task/affinity gres=gpu:2 grestypes=gpu
   local rdma="NodeName=$NODE Name=nic File=/dev/infiniband/uverbs0"
   if [ -n "$R" ]; then proctrack=proctrack/linuxproc; task=task/affinity; rdma=""
@@ -297,6 +298,18 @@ add_user() {
 # build-plugin: spank_launchguard.so against this cluster's Slurm headers, in its own target dir.
 build_plugin() {
   log "building spank_launchguard.so${RUST_TARGET:+ for $RUST_TARGET} against $R/usr/include/slurm (into $BUILD_DIR)"
+  # A first build for a release starts from another release's build dir when there is one: only the
+  # plugin crate itself depends on the headers, so cargo rebuilds that and keeps every dependency
+  # (minutes on a small machine).
+  local seed
+  if [ "$BUILD_DIR" != "$ROOT/target" ] && [ ! -d "$BUILD_DIR" ]; then
+    for seed in "$ROOT"/target/slurm-*/; do
+      [ -d "$seed/release" ] || continue
+      log "seeding $BUILD_DIR from ${seed%/}"
+      rm -rf "$BUILD_DIR.tmp" && cp -a "${seed%/}" "$BUILD_DIR.tmp" && mv "$BUILD_DIR.tmp" "$BUILD_DIR"
+      break
+    done
+  fi
   (cd "$ROOT" && SLURM_INCLUDE_DIR="$R/usr/include" CARGO_TARGET_DIR="$BUILD_DIR" \
     cargo build --release --quiet -p spank-launchguard ${RUST_TARGET:+--target "$RUST_TARGET"})
 }

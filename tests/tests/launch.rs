@@ -38,12 +38,14 @@ fn no_cpt_line() -> String {
     )
 }
 
-const EXPORT_FOO_LINE: &str = "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; use --export=ALL,FOO=1";
+const EXPORT_FOO_LINE: &str = "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; use --export=ALL,FOO=1";
 
-/// Whether slurmstepd itself printed its execve failure (not launchguard's quote of it).
+/// Whether slurmstepd itself printed its execve failure (not launchguard's quote of it): as
+/// `slurmstepd: error: execve(): …` up to 24.11, `[<timestamp>] error: execve(): …` on 26.05.
 fn slurm_execve_error(r: &Run) -> bool {
     r.stderr.lines().any(|l| {
-        l.starts_with("slurmstepd") && l.contains("execve(): hostname: No such file or directory")
+        (l.starts_with("slurmstepd") || l.starts_with('['))
+            && l.contains("error: execve(): hostname: No such file or directory")
     })
 }
 
@@ -158,7 +160,7 @@ fn export_without_all_is_rejected_before_allocation_in_enforce_mode() {
         assert_eq!(
             r.findings(),
             vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so the step gets none of your environment; \
-                  the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+                  the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
                   use --export=ALL"],
             "{r:#?}"
         );
@@ -173,7 +175,7 @@ fn export_without_all_is_rejected_before_allocation_in_enforce_mode() {
     assert_eq!(
         r.findings(),
         vec!["launchguard: launch.export_all: SRUN_EXPORT_ENV=FOO=1 does not include ALL, so the step gets none of your environment; \
-              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
               set SRUN_EXPORT_ENV=ALL,FOO=1 or pass --export=ALL,FOO=1 to srun"],
         "{r:#?}"
     );
@@ -617,7 +619,7 @@ fn sbatch_export_none_warns_at_submission_and_inner_srun_is_caught() {
         lines,
         vec!["launchguard: launch.export_all: SLURM_EXPORT_ENV=NONE, inherited from the allocation (sbatch/salloc --export=NONE), \
               gives this step none of your environment; \
-              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
               add --export=ALL to this srun, or unset SLURM_EXPORT_ENV in the job script before srun"],
         "{out}"
     );
@@ -666,7 +668,7 @@ fn slurmstepd_judges_the_step_when_srun_had_no_launchguard() {
     assert_eq!(
         r.findings(),
         vec!["launchguard: launch.export_all: the step's environment has no PATH (srun --export without ALL, or SLURM_EXPORT_ENV=NONE from sbatch --export=NONE); \
-              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
               run srun --export=ALL (or --export=ALL,VAR=value), or unset SLURM_EXPORT_ENV in the job script before srun"],
         "{r:#?}"
     );
