@@ -303,7 +303,7 @@ build_plugin() {
   # (minutes on a small machine).
   local seed
   if [ "$BUILD_DIR" != "$ROOT/target" ] && [ ! -d "$BUILD_DIR" ]; then
-    for seed in "$ROOT"/target/slurm-*/; do
+    for seed in "$ROOT"/target/slurm-[0-9][0-9].[0-9][0-9]/; do
       [ -d "$seed/release" ] || continue
       log "seeding $BUILD_DIR from ${seed%/}"
       rm -rf "$BUILD_DIR.tmp" && cp -a "${seed%/}" "$BUILD_DIR.tmp" && mv "$BUILD_DIR.tmp" "$BUILD_DIR"
