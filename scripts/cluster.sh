@@ -35,11 +35,13 @@ TARGET=${LG_CLUSTER:-host}
 case "$TARGET" in
   host)   R="";              CLUSTER=lgtest;     PORTS="";                               BUILD_DIR=$ROOT/target ;;
   trixie) R=/srv/lg-trixie;  CLUSTER=lgtest2411; PORTS=$'SlurmctldPort=7817\nSlurmdPort=7818'; BUILD_DIR=$ROOT/target/slurm-24.11 ;;
+  sid)    R=/srv/lg-sid;     CLUSTER=lgtest2605; PORTS=$'SlurmctldPort=7917\nSlurmdPort=7918'; BUILD_DIR=$ROOT/target/slurm-26.05 ;;
   arm64)  R=/srv/lg-arm64;   CLUSTER=lgarm64;    PORTS=$'SlurmctldPort=8917\nSlurmdPort=8918'; BUILD_DIR=$ROOT/target ;;
-  *) echo "cluster: LG_CLUSTER must be host, trixie or arm64, not '$TARGET'" >&2; exit 2 ;;
+  *) echo "cluster: LG_CLUSTER must be host, trixie, sid or arm64, not '$TARGET'" >&2; exit 2 ;;
 esac
 # The chroot's Debian release and architecture, and the Rust target the plugin is built for.
 SUITE=trixie; ARCH=""; RUST_TARGET=""
+[ "$TARGET" != sid ] || SUITE=sid
 [ "$TARGET" != arm64 ] || { SUITE=bookworm; ARCH=arm64; RUST_TARGET=aarch64-unknown-linux-gnu; }
 CONF_DIR=/etc/slurm
 MARK="# written by launchguard scripts/cluster.sh"
@@ -138,6 +140,9 @@ make_chroot() {
   mountpoint -q "$R/dev" || mount --rbind /dev "$R/dev"
   cp /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
   cp /etc/hosts "$R/etc/hosts"
+  # sid's Release file carries a Valid-Until date a few days ahead (stable's has none); from a mirror
+  # that serves a snapshot older than that, apt refuses it as expired ("Release file … is expired").
+  [ "$SUITE" != sid ] || echo 'Acquire::Check-Valid-Until "false";' > "$R/etc/apt/apt.conf.d/80launchguard-snapshot"
   if [ ! -x "$R/usr/sbin/slurmd" ] || [ ! -f "$R/usr/include/slurm/spank.h" ]; then
     log "installing slurmctld slurmd slurm-client munge libslurm-dev in the chroot"
     chroot "$R" bash -c 'export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq slurmctld slurmd slurm-client munge libslurm-dev 2>&1 >/dev/null | grep -v "apt-utils is not installed" >&2; exit "${PIPESTATUS[0]}"'
@@ -193,9 +198,14 @@ write_config() {
   local cpus mem
   cpus=$(nproc --all)
   mem=$(( $(awk '/MemTotal/{print $2}' /proc/meminfo) / 1024 / 2 ))
-  local C=$R$CONF_DIR proctrack=proctrack/cgroup task=task/cgroup gres=gpu:2 grestypes=gpu
+  # Tasks are bound to their CPUs as on a site's node, so that `nproc` in a step shows the CPUs per
+  # task launchguard's CPU line speaks of: on the host, task/cgroup with ConstrainCores=yes (the
+  # step's cpuset, cgroup v1) plus task/affinity (sched_setaffinity); in a chroot task/affinity
+  # alone (a second slurmd on the same cgroup v1 hierarchy would share the host slurmd's slurm_NODE
+  # cgroups).
+  local C=$R$CONF_DIR proctrack=proctrack/cgroup task=task/cgroup,task/affinity gres=gpu:2 grestypes=gpu
   local rdma="NodeName=$NODE Name=nic File=/dev/infiniband/uverbs0"
-  if [ -n "$R" ]; then proctrack=proctrack/linuxproc; task=task/none; rdma=""
+  if [ -n "$R" ]; then proctrack=proctrack/linuxproc; task=task/affinity; rdma=""
   else gres=gpu:2,nic:1; grestypes=gpu,nic; fi
   mkdir -p "$R/var/spool/slurmd" "$R/var/spool/slurmctld" "$C/plugstack.conf.d"
   if [ -f "$C/slurm.conf" ] && ! grep -qF "$MARK" "$C/slurm.conf"; then
@@ -228,7 +238,7 @@ $MARK
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
 ConstrainDevices=yes
-ConstrainCores=no
+ConstrainCores=yes
 ConstrainRAMSpace=no
 CONF
   # On the host cluster, uverbs0 is also a GRES ("nic"): with ConstrainDevices=yes a step that does not
@@ -288,6 +298,18 @@ add_user() {
 # build-plugin: spank_launchguard.so against this cluster's Slurm headers, in its own target dir.
 build_plugin() {
   log "building spank_launchguard.so${RUST_TARGET:+ for $RUST_TARGET} against $R/usr/include/slurm (into $BUILD_DIR)"
+  # A first build for a release starts from another release's build dir when there is one: only the
+  # plugin crate itself depends on the headers, so cargo rebuilds that and keeps every dependency
+  # (minutes on a small machine).
+  local seed
+  if [ "$BUILD_DIR" != "$ROOT/target" ] && [ ! -d "$BUILD_DIR" ]; then
+    for seed in "$ROOT"/target/slurm-[0-9][0-9].[0-9][0-9]/; do
+      [ -d "$seed/release" ] || continue
+      log "seeding $BUILD_DIR from ${seed%/}"
+      rm -rf "$BUILD_DIR.tmp" && cp -a "${seed%/}" "$BUILD_DIR.tmp" && mv "$BUILD_DIR.tmp" "$BUILD_DIR"
+      break
+    done
+  fi
   (cd "$ROOT" && SLURM_INCLUDE_DIR="$R/usr/include" CARGO_TARGET_DIR="$BUILD_DIR" \
     cargo build --release --quiet -p spank-launchguard ${RUST_TARGET:+--target "$RUST_TARGET"})
 }
@@ -361,7 +383,7 @@ case "${1:-}" in
     [ -z "$R" ] && install_packages
     cross_tools
     make_chroot
-    log "prepared: $(on srun --version)"
+    log "prepared: $(on slurmd -V)"
     ;;
   down)
     rm -f "$R$DROPIN" "$R$OLD_DROPIN"

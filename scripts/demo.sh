@@ -57,7 +57,8 @@ show "#SBATCH -c 2, then a plain srun (22.05 gives the step 1 CPU per task)" bas
 show "A healthy launch: launchguard says nothing" srun -c 2 --gres=gpu:1 --export=ALL,FOO=1 bash -c 'echo "training with $SLURM_CPUS_PER_TASK CPUs per task, FOO=$FOO"'
 
 mode mode=warn
-show "Warn mode: the same GPU step runs, with one line of advice" srun --gres=gpu:1 echo training
+# The test cluster binds tasks to their CPUs as sites do (scripts/cluster.sh), so nproc shows the line's count.
+show "Warn mode: the same GPU step runs, with one line of advice (nproc shows its one CPU)" srun --gres=gpu:1 bash -c 'echo "training on $(nproc) CPU"'
 show "Warn mode: the export mistake reaches Slurm's own error" srun --export=FOO=1 hostname
 
 printf '\n%sValidate a plugstack line without touching srun:%s\n$ launchguard check-args "mode=enforce cpus_per_task=wran"\n' "$B" "$N"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every test, as root on a fresh machine: brings up the one-node Slurm 22.05 of the host and a Slurm
-# 24.11 in a Debian 13 chroot (installing Slurm, munge, debootstrap and the build's C dependencies with
-# apt if missing; the chroot is reused when present), checks formatting and lints, builds the plugin
-# once per release, fuzzes each parser briefly, then runs the unit tests and the real-cluster
-# integration tests on both releases.
+# Every test, as root on a fresh machine: brings up the one-node Slurm 22.05 of the host, a Slurm
+# 24.11 in a Debian 13 chroot and a Slurm 26.05 in a Debian sid chroot (installing Slurm, munge,
+# debootstrap and the build's C dependencies with apt if missing; the chroots are reused when
+# present), checks formatting and lints, builds the plugin once per release, fuzzes each parser
+# briefly, then runs the unit tests and the real-cluster integration tests on the three releases.
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 10; 0 skips fuzzing)
-#   LG_RELEASES="host trixie"   which clusters to test (default both)
+#   LG_RELEASES="host trixie sid"   which clusters to test (default all three)
 #   LG_ARM64=0                   skips the arm64 stage (Grace nodes, emulated; see below)
 # It ends with `tests: N passed, N failed, N skipped`, on success and failure alike. On a failure it
 # also prints the stage that failed, the command that reruns exactly the failed test (with the
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 # Cluster tests are compiled in only with LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs); here they must
 # all run, and the closing line fails the run if any test was ignored.
 export LG_SLURM_TESTS=1
-RELEASES=${LG_RELEASES:-host trixie}
+RELEASES=${LG_RELEASES:-host trixie sid}
 LOG=$(mktemp /tmp/launchguard-test.XXXXXX)
 TESTLOG=$LOG
 # say WHAT: one progress line with the seconds since the start, so a slow stage shows in CI's log.

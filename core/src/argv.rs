@@ -4,9 +4,9 @@
 //! callback) and must tell srun's own options from the command's: in `srun python train.py -c 4`, the
 //! `-c 4` belongs to python. Slurm parses with a `+` optstring (stop at the first operand), accepts
 //! `--opt=value`, `--opt value`, unambiguous prefixes of long options, `-c4`, `-c 4` and bundles such as
-//! `-lc4`. The tables below are the union of srun(1), sbatch(1) and salloc(1) for 22.05–25.x, plus
+//! `-lc4`. The tables below are the union of srun(1), sbatch(1) and salloc(1) for 22.05–26.05, plus
 //! Pyxis's options (registered through SPANK); `core/tests/data/slurm-options/` holds every long option
-//! of 22.05 and 24.11 as their own getopt_long accepts it (hidden aliases such as srun's
+//! of 22.05, 24.11 and 26.05 as their own getopt_long accepts it (hidden aliases such as srun's
 //! `--tasks-per-node` included), and the tests check the tables against it and against the running
 //! release (`tests/tests/launch.rs`). An option missing from the tables (another site's SPANK
 //! option, a newer Slurm's) or an ambiguous abbreviation makes the parse [`ParsedArgv::uncertain`]:
@@ -37,7 +37,7 @@ impl Tool {
 
     fn short_opts(self) -> &'static str {
         // getopt optstrings without the leading '+': a letter followed by ':' takes an argument, by '::'
-        // an optional one (only as -Xvalue). Probed from each command's getopt on 22.05 and 24.11
+        // an optional one (only as -Xvalue). Probed from each command's getopt on 22.05, 24.11 and 26.05
         // (`scripts/slurm-options.sh`); srun's -F (`--nodefile`) is not in its `--help`.
         match self {
             Tool::Srun => {
@@ -109,7 +109,7 @@ enum Arg {
     Optional,
 }
 
-/// Long options that take a value (required_argument) in srun, sbatch or salloc, 22.05–25.x, and in
+/// Long options that take a value (required_argument) in srun, sbatch or salloc, 22.05–26.05, and in
 /// Pyxis. Sorted for binary search.
 const LONG_REQUIRED: &[&str] = &[
     "accel-bind",
@@ -134,6 +134,7 @@ const LONG_REQUIRED: &[&str] = &[
     "container-mounts",
     "container-name",
     "container-save",
+    "container-type",
     "container-workdir",
     "context",
     "core-spec",
@@ -164,6 +165,7 @@ const LONG_REQUIRED: &[&str] = &[
     "gres-flags",
     "het-group",
     "hint",
+    "ignore-signals",
     "input",
     "job-name",
     "jobid",
@@ -176,6 +178,7 @@ const LONG_REQUIRED: &[&str] = &[
     "mem-bind",
     "mem-per-cpu",
     "mem-per-gpu",
+    "mem-update",
     "mincpus",
     "mpi",
     "network",
@@ -242,7 +245,9 @@ const LONG_OPTIONAL: &[&str] = &[
 
 /// Long options without a value, listed so that abbreviations resolve like getopt_long's.
 const LONG_NONE: &[&str] = &[
+    "async",
     "bell",
+    "consolidate-segments",
     "container-entrypoint",
     "container-entrypoint-log",
     "container-mount-home",
@@ -253,6 +258,7 @@ const LONG_NONE: &[&str] = &[
     "debugger-test",
     "disable-status",
     "exact",
+    "external",
     "external-launcher",
     "help",
     "hold",
@@ -278,6 +284,7 @@ const LONG_NONE: &[&str] = &[
     "reboot",
     "requeue",
     "spread-job",
+    "spread-segments",
     "stepmgr",
     "test-only",
     "unbuffered",
@@ -285,16 +292,18 @@ const LONG_NONE: &[&str] = &[
     "use-min-nodes",
     "verbose",
     "version",
+    "wait-for-children",
     "whole",
 ];
 
-/// Long options of the tables that srun has in neither 22.05 nor 24.11 (they must not make srun's
+/// Long options of the tables that srun has in none of 22.05, 24.11 and 26.05 (they must not make srun's
 /// abbreviations ambiguous). From `core/tests/data/slurm-options/`.
 const NOT_SRUN: &[&str] = &[
     "array",
     "batch",
     "bell",
     "export-file",
+    "external",
     "get-user-env",
     "ignore-pbs",
     "kill-command",
@@ -302,15 +311,15 @@ const NOT_SRUN: &[&str] = &[
     "no-bell",
     "no-requeue",
     "no-shell",
-    "parsable",
     "requeue",
     "wait-all-nodes",
     "wrap",
 ];
 
-/// Long options of the tables that sbatch has in neither 22.05 nor 24.11.
+/// Long options of the tables that sbatch has in none of 22.05, 24.11 and 26.05.
 const NOT_SBATCH: &[&str] = &[
     "accel-bind",
+    "async",
     "bcast",
     "bcast-exclude",
     "bell",
@@ -321,6 +330,7 @@ const NOT_SBATCH: &[&str] = &[
     "epilog",
     "exact",
     "het-group",
+    "ignore-signals",
     "immediate",
     "interactive",
     "jobid",
@@ -346,13 +356,15 @@ const NOT_SBATCH: &[&str] = &[
     "threads",
     "treewidth",
     "unbuffered",
+    "wait-for-children",
     "whole",
 ];
 
-/// Long options of the tables that salloc has in neither 22.05 nor 24.11.
+/// Long options of the tables that salloc has in none of 22.05, 24.11 and 26.05.
 const NOT_SALLOC: &[&str] = &[
     "accel-bind",
     "array",
+    "async",
     "batch",
     "bcast",
     "bcast-exclude",
@@ -365,8 +377,10 @@ const NOT_SALLOC: &[&str] = &[
     "exact",
     "export",
     "export-file",
+    "external",
     "het-group",
     "ignore-pbs",
+    "ignore-signals",
     "input",
     "interactive",
     "jobid",
@@ -398,6 +412,7 @@ const NOT_SALLOC: &[&str] = &[
     "treewidth",
     "unbuffered",
     "wait",
+    "wait-for-children",
     "whole",
     "wrap",
 ];
@@ -779,9 +794,14 @@ mod tests {
         let p = parse(Tool::Sbatch, &v(&["sbatch", "--exp=NONE", "job.sh"]));
         assert_eq!(p.value("export"), None);
         assert!(p.uncertain);
-        // srun's --wa is --wait (sbatch's --wait-all-nodes does not exist in srun)
-        let p = parse(Tool::Srun, &v(&["srun", "--wa", "5", "true"]));
+        // srun's --wai is --wait up to 24.11 (sbatch's --wait-all-nodes does not exist in srun), but
+        // 26.05's srun also has --wait-for-children and refuses it as ambiguous: uncertain here.
+        let p = parse(Tool::Srun, &v(&["srun", "--wai", "5", "true"]));
+        assert_eq!(p.value("wait"), None);
+        assert!(p.uncertain);
+        let p = parse(Tool::Srun, &v(&["srun", "--wait", "5", "true"]));
         assert_eq!(p.value("wait"), Some("5"));
+        assert_eq!(p.operands, v(&["true"]));
     }
 
     #[test]
@@ -793,11 +813,11 @@ mod tests {
         assert_eq!(p.operands, v(&["true"]));
     }
 
-    /// Every long option srun, sbatch and salloc 22.05 and 24.11 accept (probed from the binaries'
-    /// getopt_long, `scripts/slurm-options.sh`) parses with the right argument, so that the command's
-    /// own flags are never read as srun's and no option makes the parse uncertain.
+    /// Every long option srun, sbatch and salloc 22.05, 24.11 and 26.05 accept (probed from the
+    /// binaries' getopt_long, `scripts/slurm-options.sh`) parses with the right argument, so that the
+    /// command's own flags are never read as srun's and no option makes the parse uncertain.
     #[test]
-    fn every_option_of_22_05_and_24_11_parses() {
+    fn every_option_of_22_05_24_11_and_26_05_parses() {
         let files: &[(Tool, &str, &str)] = &[
             (
                 Tool::Srun,
@@ -810,6 +830,11 @@ mod tests {
                 include_str!("../tests/data/slurm-options/24.11-srun.txt"),
             ),
             (
+                Tool::Srun,
+                "26.05",
+                include_str!("../tests/data/slurm-options/26.05-srun.txt"),
+            ),
+            (
                 Tool::Sbatch,
                 "22.05",
                 include_str!("../tests/data/slurm-options/22.05-sbatch.txt"),
@@ -820,6 +845,11 @@ mod tests {
                 include_str!("../tests/data/slurm-options/24.11-sbatch.txt"),
             ),
             (
+                Tool::Sbatch,
+                "26.05",
+                include_str!("../tests/data/slurm-options/26.05-sbatch.txt"),
+            ),
+            (
                 Tool::Salloc,
                 "22.05",
                 include_str!("../tests/data/slurm-options/22.05-salloc.txt"),
@@ -828,6 +858,11 @@ mod tests {
                 Tool::Salloc,
                 "24.11",
                 include_str!("../tests/data/slurm-options/24.11-salloc.txt"),
+            ),
+            (
+                Tool::Salloc,
+                "26.05",
+                include_str!("../tests/data/slurm-options/26.05-salloc.txt"),
             ),
         ];
         let mut n = 0;
@@ -860,7 +895,7 @@ mod tests {
                 }
             }
         }
-        assert!(n > 600, "{n} options");
+        assert!(n > 900, "{n} options");
     }
 
     #[test]

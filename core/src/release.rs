@@ -1,7 +1,7 @@
 //! The running Slurm release, and the launch rules that differ between releases.
 //!
-//! Sources: Slurm 23.11 release notes and the srun(1) man pages of 22.05–24.11; measured on 22.05.8
-//! and 24.11 (docs/spank.md).
+//! Sources: Slurm 23.11 release notes and the srun(1) man pages of 22.05–26.05; measured on 22.05.8,
+//! 24.11.5 and 26.05.5 (docs/spank.md, docs/install.md).
 
 use std::fmt;
 
@@ -81,6 +81,7 @@ mod tests {
             ("24.05", "SLURM_CPUS_PER_TASK"),
             ("24.11", "SLURM_CPUS_PER_TASK"),
             ("25.05", "SLURM_CPUS_PER_TASK"),
+            ("26.05", "SLURM_CPUS_PER_TASK"),
         ];
         for (rel, var) in table {
             assert_eq!(
@@ -106,6 +107,10 @@ mod tests {
             Some(SlurmRelease::new(22, 5))
         );
         assert_eq!(SlurmRelease::parse("24.11.5").unwrap().to_string(), "24.11");
+        assert_eq!(
+            SlurmRelease::from_version_number(0x1a0505),
+            SlurmRelease::new(26, 5)
+        );
         assert_eq!(SlurmRelease::parse("x.y"), None);
         assert_eq!(SlurmRelease::parse("22"), None);
     }

@@ -33,6 +33,7 @@ left_running() {
   _alive /run/launchguard-agent.pid && _left "the node agent, pid $(cat /run/launchguard-agent.pid): scripts/cluster.sh agent-down"
   _alive /run/lg-mn/slurmctld.pid && _left "the three-node cluster (SLURM_CONF=/run/lg-mn/slurm.conf): scripts/multinode.sh down"
   _alive /srv/lg-trixie/run/slurmctld.pid && _left "the Slurm 24.11 chroot cluster (ports 7817/7818): LG_CLUSTER=trixie scripts/cluster.sh down"
+  _alive /srv/lg-sid/run/slurmctld.pid && _left "the Slurm 26.05 chroot cluster (ports 7917/7918): LG_CLUSTER=sid scripts/cluster.sh down"
   _alive /srv/lg-arm64/run/slurmctld.pid && _left "the emulated arm64 cluster (ports 8917/8918): LG_CLUSTER=arm64 scripts/cluster.sh down"
   _alive /run/lg-node/nspawn.pid && _left "the systemd test node (systemd-nspawn, ports 8817/8818): scripts/node.sh down"
   local d

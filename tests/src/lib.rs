@@ -4,7 +4,8 @@
 //!
 //! `LG_CLUSTER` picks the cluster, as for `scripts/cluster.sh`: `host` (default; the machine's Slurm,
 //! 22.05 on Debian 12, cgroup v1 device constraints), `trixie` (Slurm 24.11 in the chroot at
-//! `/srv/lg-trixie`, where every command runs through `chroot`) or `arm64` (Debian 12's Slurm 22.05
+//! `/srv/lg-trixie`, where every command runs through `chroot`), `sid` (Slurm 26.05 in the chroot at
+//! `/srv/lg-sid`, likewise) or `arm64` (Debian 12's Slurm 22.05
 //! for aarch64 in the chroot at `/srv/lg-arm64`, run by qemu-user; the plugin is the aarch64 build).
 //! `LG_PLUGIN_SO` names another plugin file to install (scripts/test.sh points it at the one the
 //! arm64 .deb installed). Paths below are as seen inside the
@@ -46,13 +47,14 @@ pub const LOGIN_CONF: &str = "/tmp/lg-login/slurm.conf";
 pub const SCRATCH: &str = "/tmp/lg-tests";
 
 /// The cluster's root filesystem on this machine: `""` for host, `/srv/lg-trixie` for trixie,
-/// `/srv/lg-arm64` for arm64.
+/// `/srv/lg-sid` for sid, `/srv/lg-arm64` for arm64.
 pub fn rootfs() -> &'static str {
     match std::env::var("LG_CLUSTER").as_deref() {
         Ok("trixie") => "/srv/lg-trixie",
+        Ok("sid") => "/srv/lg-sid",
         Ok("arm64") => "/srv/lg-arm64",
         Ok("host") | Err(_) => "",
-        Ok(other) => panic!("LG_CLUSTER must be host, trixie or arm64, not {other:?}"),
+        Ok(other) => panic!("LG_CLUSTER must be host, trixie, sid or arm64, not {other:?}"),
     }
 }
 
@@ -74,6 +76,7 @@ pub fn built_plugin() -> PathBuf {
     }
     let dir = match std::env::var("LG_CLUSTER").as_deref() {
         Ok("trixie") => "target/slurm-24.11/release",
+        Ok("sid") => "target/slurm-26.05/release",
         Ok("arm64") => "target/aarch64-unknown-linux-gnu/release",
         _ => "target/release",
     };
@@ -137,8 +140,11 @@ fn setup() {
     } else {
         "gcc"
     };
+    // Only the cluster's Slurm headers, not its C library's: sid's libslurm-dev brings glibc headers
+    // newer than this machine's, which do not mix with its compiler's own.
     let out = sh(&format!(
-        "{cc} -shared -fPIC -O2 -Wall -I$R/usr/include -o $R{HIDER_PATH}.tmp {} && mv -f $R{HIDER_PATH}.tmp $R{HIDER_PATH}",
+        "mkdir -p $R/tmp/lg-slurm-include && ln -sfn $R/usr/include/slurm $R/tmp/lg-slurm-include/slurm \
+         && {cc} -shared -fPIC -O2 -Wall -I$R/tmp/lg-slurm-include -o $R{HIDER_PATH}.tmp {} && mv -f $R{HIDER_PATH}.tmp $R{HIDER_PATH}",
         src.display()
     ));
     assert!(

@@ -38,12 +38,14 @@ fn no_cpt_line() -> String {
     )
 }
 
-const EXPORT_FOO_LINE: &str = "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; use --export=ALL,FOO=1";
+const EXPORT_FOO_LINE: &str = "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; use --export=ALL,FOO=1";
 
-/// Whether slurmstepd itself printed its execve failure (not launchguard's quote of it).
+/// Whether slurmstepd itself printed its execve failure (not launchguard's quote of it): as
+/// `slurmstepd: error: execve(): …` up to 24.11, `[<timestamp>] error: execve(): …` on 26.05.
 fn slurm_execve_error(r: &Run) -> bool {
     r.stderr.lines().any(|l| {
-        l.starts_with("slurmstepd") && l.contains("execve(): hostname: No such file or directory")
+        (l.starts_with("slurmstepd") || l.starts_with('['))
+            && l.contains("error: execve(): hostname: No such file or directory")
     })
 }
 
@@ -158,7 +160,7 @@ fn export_without_all_is_rejected_before_allocation_in_enforce_mode() {
         assert_eq!(
             r.findings(),
             vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so the step gets none of your environment; \
-                  the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+                  the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
                   use --export=ALL"],
             "{r:#?}"
         );
@@ -173,7 +175,7 @@ fn export_without_all_is_rejected_before_allocation_in_enforce_mode() {
     assert_eq!(
         r.findings(),
         vec!["launchguard: launch.export_all: SRUN_EXPORT_ENV=FOO=1 does not include ALL, so the step gets none of your environment; \
-              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
               set SRUN_EXPORT_ENV=ALL,FOO=1 or pass --export=ALL,FOO=1 to srun"],
         "{r:#?}"
     );
@@ -504,6 +506,97 @@ fn following_the_trap_advice_silences_it() {
     assert_eq!(out, "step ran\nsrun rc=0\n");
 }
 
+/// The number of CPUs per task a `launch.cpus_per_task` line claims ("gets 1 CPU per task", "asks
+/// for 2 CPUs per task"), or `None` when the line names none.
+fn claimed_cpus(line: &str) -> Option<usize> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    words.windows(4).find_map(|w| {
+        (matches!(w[1], "CPU" | "CPUs")
+            && w[2] == "per"
+            && w[3].trim_end_matches([';', ':', ',']) == "task")
+            .then(|| w[0].parse().ok())
+            .flatten()
+    })
+}
+
+/// What each task of a step really has, one line per task: `nproc` (its sched_getaffinity mask)
+/// and its `Cpus_allowed_list` from /proc/self/status.
+const PROBE: &str = "echo cpus $(nproc) $(grep ^Cpus_allowed_list: /proc/self/status)";
+
+/// `(nproc, CPUs in Cpus_allowed_list)` of each task, from `PROBE`'s lines.
+fn probed_cpus(out: &str) -> Vec<(usize, usize)> {
+    let got: Vec<(usize, usize)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("cpus "))
+        .map(|l| {
+            let (nproc, list) = l
+                .split_once(" Cpus_allowed_list:")
+                .unwrap_or_else(|| panic!("no Cpus_allowed_list in {l:?}"));
+            let count = list
+                .trim()
+                .split(',')
+                .map(|r| match r.split_once('-') {
+                    Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+                    None => 1,
+                })
+                .sum();
+            (nproc.trim().parse().expect("nproc"), count)
+        })
+        .collect();
+    assert!(!got.is_empty(), "no task printed its CPUs: {out:?}");
+    got
+}
+
+/// The CPU line's count is what the user can see in the same step: the test clusters bind tasks to
+/// their CPUs as sites do (slurm.conf TaskPlugin task/affinity, with task/cgroup and cgroup.conf
+/// ConstrainCores=yes on the host), so `nproc` and `Cpus_allowed_list` in the step print the number
+/// of CPUs per task the line says, for srun without -c, for the release's inherited-`-c` rule inside
+/// `sbatch -c 2`, and for an explicit `-c 2` under a higher minimum.
+#[test]
+fn the_cpu_line_says_what_nproc_shows_in_the_step() {
+    let _g = lock();
+    plugstack("mode=warn min_cpus_per_task=4");
+    let check = |case: &str, findings: Vec<&str>, out: &str| {
+        let [line] = findings[..] else {
+            panic!("{case}: want one launch.cpus_per_task line, got {findings:#?}\n{out}");
+        };
+        let said = claimed_cpus(line).unwrap_or_else(|| panic!("{case}: no count in {line}"));
+        let tasks = probed_cpus(out);
+        assert!(
+            tasks.iter().all(|t| *t == (said, said)),
+            "{case}: the line says {said} CPU(s) per task, the tasks' (nproc, Cpus_allowed_list) are {tasks:?}: {line}\n{out}"
+        );
+        said
+    };
+    let r = srun(As::User, &["--gres=gpu:1", "bash", "-c", PROBE]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_eq!(check("srun without -c", r.findings(), &r.stdout), 1);
+    let r = srun(As::User, &["-c", "2", "--gres=gpu:1", "bash", "-c", PROBE]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_eq!(check("srun -c 2", r.findings(), &r.stdout), 2);
+    // Inside `sbatch -c 2`, a plain srun gets 2 CPUs per task on 23.11+ (no line about the count; the
+    // step shows SLURM_CPUS_PER_TASK) and 1 on 22.05, where the line says so. On 22.05 two tasks
+    // share the job's 2 CPUs: a single task would get both, since a step without --exact takes all
+    // of the job's CPUs on the node and auto binding then binds the one task to the whole socket.
+    plugstack("mode=warn");
+    let tasks = if reads_slurm_cpus() { "" } else { "-n 2 " };
+    let script =
+        format!("#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nsrun {tasks}bash -c '{PROBE}'\n");
+    let (r, out) = sbatch(As::User, "cpu-claim", &[], &script);
+    assert_eq!(r.code, 0, "{r:#?}\n{out}");
+    let findings: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("launchguard: launch."))
+        .collect();
+    if reads_slurm_cpus() {
+        assert!(findings.is_empty(), "{out}");
+        assert_eq!(probed_cpus(&out), vec![(2, 2)], "{out}");
+    } else {
+        assert_eq!(check("sbatch -c 2; srun -n 2", findings, &out), 1);
+        assert_eq!(probed_cpus(&out).len(), 2, "{out}");
+    }
+}
+
 #[test]
 fn sbatch_export_none_warns_at_submission_and_inner_srun_is_caught() {
     let _g = lock();
@@ -526,7 +619,7 @@ fn sbatch_export_none_warns_at_submission_and_inner_srun_is_caught() {
         lines,
         vec!["launchguard: launch.export_all: SLURM_EXPORT_ENV=NONE, inherited from the allocation (sbatch/salloc --export=NONE), \
               gives this step none of your environment; \
-              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
               add --export=ALL to this srun, or unset SLURM_EXPORT_ENV in the job script before srun"],
         "{out}"
     );
@@ -575,7 +668,7 @@ fn slurmstepd_judges_the_step_when_srun_had_no_launchguard() {
     assert_eq!(
         r.findings(),
         vec!["launchguard: launch.export_all: the step's environment has no PATH (srun --export without ALL, or SLURM_EXPORT_ENV=NONE from sbatch --export=NONE); \
-              the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+              the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
               run srun --export=ALL (or --export=ALL,VAR=value), or unset SLURM_EXPORT_ENV in the job script before srun"],
         "{r:#?}"
     );

@@ -34,7 +34,7 @@ fn hider_works() -> bool {
     if rootfs().is_empty() {
         return true;
     }
-    eprintln!("not run on the 24.11 chroot: the test-only hider needs user namespaces, which chroot forbids");
+    eprintln!("not run on a chroot cluster (24.11, 26.05, arm64): the test-only hider needs user namespaces, which chroot forbids");
     false
 }
 
@@ -189,7 +189,7 @@ fn allocated_gpus_pass_and_a_gpu_missing_in_the_container_is_reported() {
 #[test]
 fn a_device_denied_by_the_devices_cgroup_is_reported() {
     if !rootfs().is_empty() {
-        eprintln!("the 24.11 chroot runs task/none (no devices cgroup); this case runs on the host cluster");
+        eprintln!("the chroot clusters have no devices cgroup (proctrack/linuxproc, task/affinity); this case runs on the host cluster");
         return;
     }
     // The host cluster lists /dev/infiniband/uverbs0 as GRES "nic": ConstrainDevices=yes denies it to

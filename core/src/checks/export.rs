@@ -16,8 +16,11 @@ use super::env::Env;
 use crate::argv::{ParsedArgv, Tool};
 use crate::finding::{clip, CheckKind, Finding, Severity};
 
+/// The part of slurmstepd's line that every release prints: 22.05–24.11 write `slurmstepd: error:
+/// execve(): …`, 26.05 writes `[<timestamp>] error: execve(): …` (measured on Debian's 22.05.8,
+/// 24.11.5 and 26.05.5).
 const WHY_EXECVE: &str =
-    "the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): <command>: No such file or directory'";
+    "the step gets no PATH, so the launch fails with 'error: execve(): <command>: No such file or directory'";
 
 /// Prefixes of the variables users set for their own programs that `--export` without `ALL` leaves
 /// behind: NCCL and libfabric tuning (NCCL docs, "Environment Variables"; libfabric's fi_efa(7)),
@@ -511,7 +514,7 @@ mod tests {
         assert_eq!(
             f[0].to_string(),
             "launchguard: launch.export_all: --export=FOO=1 does not include ALL, so the step gets none of your environment; \
-             the step gets no PATH, so the launch fails with 'slurmstepd: error: execve(): hostname: No such file or directory'; \
+             the step gets no PATH, so the launch fails with 'error: execve(): hostname: No such file or directory'; \
              use --export=ALL,FOO=1"
         );
         assert_eq!(f[0].severity, Severity::Error);

@@ -7,7 +7,8 @@
 //! SLURM_NTASKS_PER_GPU`), so every plain `srun` in the job dies. Slurm 25.05.1 only refuses it when
 //! it names GPUs (SchedMD ticket 17913, its changelog: "Fix interactive step being rejected by
 //! incorrect validation of SLURM_TRES_PER_TASK and NTASKS_PER_GPUS environment variables").
-//! Reproduced here on Debian's Slurm 24.11.5; 22.05 does not export `SLURM_TRES_PER_TASK`.
+//! Reproduced here on Debian's Slurm 24.11.5; 22.05 does not export `SLURM_TRES_PER_TASK`, and
+//! Debian's 26.05.5 runs the plain `srun` (tests/tests/launch.rs on each).
 
 use crate::argv::ParsedArgv;
 use crate::finding::{CheckKind, Finding, Severity};
