@@ -16,7 +16,8 @@ output (none of them is committed here; take them from their public repositories
 
 Every message template found is instantiated (its printf or shell substitutions replaced by sample
 values chosen from the argument's name), framed as it appears in a job's output, and fed to
-`launchguard explain --json -`, one line per run. The triage (scripts/catalog/triage.tsv) says what
+`launchguard explain --json -`, one line per run. The triage (every scripts/catalog/*.tsv: triage.tsv,
+triage-nccl.tsv for NCCL and aws-ofi-nccl...) says what
 each template should be, keyed by source, file and a hash of the template (the upstream text is
 never stored here):
 
@@ -44,7 +45,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TRIAGE = os.path.join(HERE, "catalog", "triage.tsv")
+TRIAGE_DIR = os.path.join(HERE, "catalog")
 CLASSES = ("rule", "benign", "out")
 
 # --- source kinds ----------------------------------------------------------------------------------
@@ -75,6 +76,15 @@ def release_of(tree, kind):
         v = dict(re.findall(r"^NCCL_(MAJOR|MINOR|PATCH)\s*:=\s*(\S*)", open(p).read(), re.M))
         if "MAJOR" in v:
             return "%s.%s.%s" % (v["MAJOR"], v.get("MINOR", "0"), v.get("PATCH", "0"))
+    if kind == "aws-ofi-nccl":
+        # configure.ac takes the version from `git tag` or a .release_version file; an archive of a
+        # tag has neither, so the directory's name (aws-ofi-nccl-1.21.1, v1.21.1) is the fallback.
+        p = os.path.join(tree, ".release_version")
+        if os.path.isfile(p):
+            return open(p).read().strip()
+        m = re.search(r"(\d+\.\d+\.\d+\S*)$", os.path.basename(os.path.normpath(tree)))
+        if m:
+            return m.group(1)
     p = os.path.join(tree, "Makefile")
     if os.path.isfile(p):
         m = re.search(r"^(?:PYXIS_VER|VERSION)\s*[:?]?=\s*(\d\S*)", open(p, errors="replace").read(), re.M)
@@ -386,10 +396,24 @@ def area(kind, rel):
 # --- triage and explain ----------------------------------------------------------------------------
 
 
-def load_triage(path):
-    tri = {}
-    if not os.path.isfile(path):
-        return tri
+def load_triage(paths):
+    """The triage of every file in `paths` (a directory: its *.tsv files, in name order); a key
+    triaged in two files is an error."""
+    tri, where = {}, {}
+    if isinstance(paths, str):
+        paths = [paths]
+    files_ = []
+    for path in paths:
+        if os.path.isdir(path):
+            files_ += sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".tsv"))
+        elif os.path.isfile(path):
+            files_.append(path)
+    for path in files_:
+        load_triage_file(path, tri, where)
+    return tri
+
+
+def load_triage_file(path, tri, where):
     for n, line in enumerate(open(path, encoding="utf-8"), 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -400,8 +424,10 @@ def load_triage(path):
         if cls == "rule" and fid == "-":
             sys.exit("%s:%d: a rule entry names the finding ID" % (path, n))
         values = tuple(cols[6].split("|")) if len(cols) > 6 and cols[6] else ()
+        if (src, rel, h) in tri:
+            sys.exit("%s:%d: %s %s %s is triaged already in %s" % (path, n, src, rel, h, where[(src, rel, h)]))
         tri[(src, rel, h)] = (cls, fid, note, values)
-    return tri
+        where[(src, rel, h)] = "%s:%d" % (path, n)
 
 
 def explain(binary, line):
@@ -418,7 +444,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trees", nargs="+", metavar="SOURCE_TREE")
     ap.add_argument("--release", help="the release name to print (default: read from the tree)")
-    ap.add_argument("--triage", default=TRIAGE)
+    ap.add_argument("--triage", action="append", metavar="TSV_OR_DIR",
+                    help="triage files (default: every scripts/catalog/*.tsv)")
     ap.add_argument("--launchguard", default=os.path.join(ROOT, "target", "release", "launchguard"))
     ap.add_argument("--show", choices=["new", "miss", "all"], help="list templates: untriaged, rule misses, every one")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -426,7 +453,7 @@ def main():
     a = ap.parse_args()
     if not os.access(a.launchguard, os.X_OK):
         sys.exit("no launchguard binary at %s (cargo build --release -p launchguard)" % a.launchguard)
-    tri = load_triage(a.triage)
+    tri = load_triage(a.triage or [TRIAGE_DIR])
     rows, summary = [], []
     for tree in a.trees:
         kind = detect(tree)
