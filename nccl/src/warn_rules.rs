@@ -182,10 +182,10 @@ pub const RULES: &[WarnRule] = &[
         id: "nccl.message_truncated",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Message truncated", "message truncated"],
+        any: &["posted incorrect receive info", "collective mismatch error", "Message truncated", "message truncated"],
         what: "ranks disagree on the size of a transfer",
-        why: "the ranks called different collectives, sizes or orders (an application bug: one rank skipped or added a collective), or on Socket a network that corrupts data",
-        fix: "make every rank issue the same collectives in the same order with the same counts (TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch), and if they do, test the network with nccl-tests",
+        why: "the ranks called different collectives, sizes or orders (an application bug: one rank skipped or added a collective), NCCL_PROTO or NCCL_ALGO set differently on some ranks, or on Socket a network that corrupts data",
+        fix: "make every rank issue the same collectives in the same order with the same counts (TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch) and give every rank the same NCCL_* variables, and if they do, test the network with nccl-tests",
         checks: &[],
         examples: &[
             "gpu-a:4101:4190 [0] NCCL WARN Message truncated : received 4096 bytes instead of 2048",
