@@ -312,10 +312,13 @@ impl LogFacts {
     /// Whether [`LogFacts::append`] gives exactly what reading `later`'s lines after this would:
     /// no bound of [`MAX_TRACKED`] can be reached, and nothing in `later` depended on the host of
     /// the lines before it (a provider line without a host prefix takes the previous line's host;
-    /// a first prefix equal to this one's last is not read again).
+    /// a first prefix equal to this one's last is not read again) or on this one's last line
+    /// (PyTorch's `Last error:`).
     pub(crate) fn can_append(&self, later: &LogFacts) -> bool {
         let near = |a: usize, b: usize| a + b >= MAX_TRACKED;
-        if later.untracked > 0
+        // After PyTorch's `Last error:` the next line is read as a WARN: `later` read it fresh.
+        if self.after_last_error
+            || later.untracked > 0
             || near(self.hosts.len(), later.hosts.len())
             || near(self.pids.len(), later.pids.len())
             || near(self.rank_set.len(), later.rank_set.len())
@@ -343,6 +346,7 @@ impl LogFacts {
     /// they had been read after this one's: counts add up, first-seen lists keep file order and
     /// their caps, the last value of a setting wins. Call only when [`LogFacts::can_append`] holds.
     pub(crate) fn append(&mut self, later: LogFacts) {
+        self.after_last_error = later.after_last_error;
         let map: Vec<u32> = later
             .hosts
             .iter()
