@@ -16,7 +16,8 @@ output (none of them is committed here; take them from their public repositories
 
 Every message template found is instantiated (its printf or shell substitutions replaced by sample
 values chosen from the argument's name), framed as it appears in a job's output, and fed to
-`launchguard explain --json -`, one line per run. The triage (scripts/catalog/triage.tsv) says what
+`launchguard explain --json -`, one line per run. The triage (every scripts/catalog/*.tsv: triage.tsv,
+triage-nccl.tsv for NCCL and aws-ofi-nccl...) says what
 each template should be, keyed by source, file and a hash of the template (the upstream text is
 never stored here):
 
@@ -28,7 +29,8 @@ never stored here):
 The report prints, per source and release, the templates found and how many are ruled (triaged
 `rule` AND explain gives that ID for the instantiated line), benign, out of scope and untriaged,
 plus `rule-miss` (triaged rule, explain does not give the ID) and `flagged` (untriaged, but explain
-already says something). A newer release's new templates show up as untriaged; `--show new` lists
+already says something); for NCCL, `5-areas` adds up init, net, transport, bootstrap and proxy (the
+areas issue 31 sets goals for). A newer release's new templates show up as untriaged; `--show new` lists
 them with their hash, to be triaged. Exit 0 always unless the arguments are wrong (a report, not a
 test: CI checks the rules through their own examples).
 """
@@ -44,7 +46,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-TRIAGE = os.path.join(HERE, "catalog", "triage.tsv")
+TRIAGE_DIR = os.path.join(HERE, "catalog")
 CLASSES = ("rule", "benign", "out")
 
 # --- source kinds ----------------------------------------------------------------------------------
@@ -75,6 +77,15 @@ def release_of(tree, kind):
         v = dict(re.findall(r"^NCCL_(MAJOR|MINOR|PATCH)\s*:=\s*(\S*)", open(p).read(), re.M))
         if "MAJOR" in v:
             return "%s.%s.%s" % (v["MAJOR"], v.get("MINOR", "0"), v.get("PATCH", "0"))
+    if kind == "aws-ofi-nccl":
+        # configure.ac takes the version from `git tag` or a .release_version file; an archive of a
+        # tag has neither, so the directory's name (aws-ofi-nccl-1.21.1, v1.21.1) is the fallback.
+        p = os.path.join(tree, ".release_version")
+        if os.path.isfile(p):
+            return open(p).read().strip()
+        m = re.search(r"(\d+\.\d+\.\d+\S*)$", os.path.basename(os.path.normpath(tree)))
+        if m:
+            return m.group(1)
     p = os.path.join(tree, "Makefile")
     if os.path.isfile(p):
         m = re.search(r"^(?:PYXIS_VER|VERSION)\s*[:?]?=\s*(\d\S*)", open(p, errors="replace").read(), re.M)
@@ -389,10 +400,24 @@ def area(kind, rel):
 # --- triage and explain ----------------------------------------------------------------------------
 
 
-def load_triage(path):
-    tri = {}
-    if not os.path.isfile(path):
-        return tri
+def load_triage(paths):
+    """The triage of every file in `paths` (a directory: its *.tsv files, in name order); a key
+    triaged in two files is an error."""
+    tri, where = {}, {}
+    if isinstance(paths, str):
+        paths = [paths]
+    files_ = []
+    for path in paths:
+        if os.path.isdir(path):
+            files_ += sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".tsv"))
+        elif os.path.isfile(path):
+            files_.append(path)
+    for path in files_:
+        load_triage_file(path, tri, where)
+    return tri
+
+
+def load_triage_file(path, tri, where):
     for n, line in enumerate(open(path, encoding="utf-8"), 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -403,8 +428,10 @@ def load_triage(path):
         if cls == "rule" and fid == "-":
             sys.exit("%s:%d: a rule entry names the finding ID" % (path, n))
         values = tuple(cols[6].split("|")) if len(cols) > 6 and cols[6] else ()
+        if (src, rel, h) in tri:
+            sys.exit("%s:%d: %s %s %s is triaged already in %s" % (path, n, src, rel, h, where[(src, rel, h)]))
         tri[(src, rel, h)] = (cls, fid, note, values)
-    return tri
+        where[(src, rel, h)] = "%s:%d" % (path, n)
 
 
 def explain(binary, line):
@@ -421,7 +448,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trees", nargs="+", metavar="SOURCE_TREE")
     ap.add_argument("--release", help="the release name to print (default: read from the tree)")
-    ap.add_argument("--triage", default=TRIAGE)
+    ap.add_argument("--triage", action="append", metavar="TSV_OR_DIR",
+                    help="triage files (default: every scripts/catalog/*.tsv)")
     ap.add_argument("--launchguard", default=os.path.join(ROOT, "target", "release", "launchguard"))
     ap.add_argument("--show", choices=["new", "miss", "all"], help="list templates: untriaged, rule misses, every one")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
@@ -429,8 +457,8 @@ def main():
     a = ap.parse_args()
     if not os.access(a.launchguard, os.X_OK):
         sys.exit("no launchguard binary at %s (cargo build --release -p launchguard)" % a.launchguard)
-    tri = load_triage(a.triage)
-    rows, summary = [], []
+    tri = load_triage(a.triage or [TRIAGE_DIR])
+    rows, summary, used_by_kind = [], [], {}
     for tree in a.trees:
         kind = detect(tree)
         if not kind:
@@ -457,13 +485,17 @@ def main():
             rows.append(dict(source=kind, release=rel_name, file=rel, hash=h, level=shown,
                              area=area(kind, rel), triage=cls, want=fid, state=state, got=ids,
                              note=note, line=line))
-        stale = sorted(k for k in tri if k[0] == kind and k not in used)
-        summary.append((kind, rel_name, stale))
+        used_by_kind.setdefault(kind, set()).update(used)
+        summary.append((kind, rel_name))
     if a.json:
         json.dump(rows, sys.stdout, indent=1)
         print()
         return
-    print_report(rows, summary)
+    # An entry is stale when no tree of its source given here has its template (one triage file
+    # serves several releases).
+    stale = {kind: sorted(k for k in tri if k[0] == kind and k not in used)
+             for kind, used in used_by_kind.items()}
+    print_report(rows, stale)
     if a.show:
         want = {"new": ("untriaged", "flagged"), "miss": ("rule-miss",), "all": None}[a.show]
         print()
@@ -473,13 +505,19 @@ def main():
                                                   ",".join(r["got"]) or "-", r["line"]))
 
 
-def print_report(rows, summary):
+GOAL_AREAS = ("init", "net", "transport", "bootstrap", "proxy")
+
+
+def print_report(rows, stale):
     cols = ("found", "ruled", "benign", "out", "untriaged", "rule-miss", "flagged")
     print("%-13s %-10s %-10s %-6s" % ("source", "release", "area", "level") +
           "".join("%10s" % c for c in cols) + "   ruled+benign")
     groups = {}
     for r in rows:
-        for g in ((r["source"], r["release"], "all", "all"), (r["source"], r["release"], r["area"], r["level"])):
+        gs = [(r["source"], r["release"], "all", "all"), (r["source"], r["release"], r["area"], r["level"])]
+        if r["source"] == "nccl" and r["area"] in GOAL_AREAS:
+            gs.append((r["source"], r["release"], "5-areas", r["level"]))
+        for g in gs:
             groups.setdefault(g, []).append(r)
     for g in sorted(groups, key=lambda g: (g[0], g[1], g[2] != "all", g[2], g[3])):
         rs = groups[g]
@@ -491,9 +529,9 @@ def print_report(rows, summary):
             c[r["state"]] += 1
         pct = 100.0 * (c["ruled"] + c["benign"]) / max(1, c["found"])
         print("%-13s %-10s %-10s %-6s" % g + "".join("%10d" % c[k] for k in cols) + "   %5.1f%%" % pct)
-    for kind, rel, stale in summary:
-        if stale:
-            print("%s %s: %d triage entries match no template of this release (gone or changed)" % (kind, rel, len(stale)))
+    for kind, keys in sorted(stale.items()):
+        if keys:
+            print("%s: %d triage entries match no template of the trees given (gone or changed)" % (kind, len(keys)))
 
 
 if __name__ == "__main__":

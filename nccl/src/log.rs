@@ -186,6 +186,9 @@ pub struct LogFacts {
     /// The first NCCL prefix read and the host it named (for [`LogFacts::append`]).
     #[serde(skip)]
     first_prefix: Option<(String, Option<u32>)>,
+    /// The line before was PyTorch's `Last error:` (the next one is NCCL's last WARN message).
+    #[serde(skip)]
+    after_last_error: bool,
 }
 
 /// One interface in a `NET/Socket : Using …`, `Bootstrap : Using …` or NET/IB `OOB …` list.
@@ -309,10 +312,13 @@ impl LogFacts {
     /// Whether [`LogFacts::append`] gives exactly what reading `later`'s lines after this would:
     /// no bound of [`MAX_TRACKED`] can be reached, and nothing in `later` depended on the host of
     /// the lines before it (a provider line without a host prefix takes the previous line's host;
-    /// a first prefix equal to this one's last is not read again).
+    /// a first prefix equal to this one's last is not read again) or on this one's last line
+    /// (PyTorch's `Last error:`).
     pub(crate) fn can_append(&self, later: &LogFacts) -> bool {
         let near = |a: usize, b: usize| a + b >= MAX_TRACKED;
-        if later.untracked > 0
+        // After PyTorch's `Last error:` the next line is read as a WARN: `later` read it fresh.
+        if self.after_last_error
+            || later.untracked > 0
             || near(self.hosts.len(), later.hosts.len())
             || near(self.pids.len(), later.pids.len())
             || near(self.rank_set.len(), later.rank_set.len())
@@ -340,6 +346,7 @@ impl LogFacts {
     /// they had been read after this one's: counts add up, first-seen lists keep file order and
     /// their caps, the last value of a setting wins. Call only when [`LogFacts::can_append`] holds.
     pub(crate) fn append(&mut self, later: LogFacts) {
+        self.after_last_error = later.after_last_error;
         let map: Vec<u32> = later
             .hosts
             .iter()
@@ -465,6 +472,20 @@ impl LogFacts {
 
     /// Reads one non-comment line; returns `true` when it was an NCCL or nccl-tests line.
     pub fn scan_line(&mut self, line: &str) -> bool {
+        // PyTorch's `ncclInvalidUsage: …` / `Last error:` / NCCL's last WARN message, without
+        // NCCL's prefix: the message is read as that WARN when a rule names its cause.
+        if std::mem::take(&mut self.after_last_error) {
+            let msg = line.trim();
+            if !msg.contains(" NCCL ") && crate::warn_rules::explain(msg).is_some() {
+                self.nccl_lines += 1;
+                self.warn(msg);
+                return true;
+            }
+        }
+        if line.trim_end().ends_with("Last error:") {
+            self.after_last_error = true;
+            return true;
+        }
         // Fast path: almost every line of a big log is `<prefix> NCCL INFO …`, where the prefix is
         // `host:pid:tid [d]`, anything a launcher or log collector added, or nothing.
         if let Some(at) = find_nccl_marker(line) {
@@ -492,7 +513,15 @@ impl LogFacts {
         static OFI: OnceLock<Finder<'static>> = OnceLock::new();
         if let Some(i) = find(&OFI, "NET/OFI ", line) {
             // nccl_message_transfer prints `INFO: Function: … NET/OFI Selected Provider is efa …`.
+            self.nccl_lines += 1;
             self.info(&line[i..]);
+            return true;
+        }
+        if let Some((prefix, msg)) = headless_info(line) {
+            // A line pasted without NCCL's `NCCL INFO` token (`NET/Socket : Using …`).
+            self.nccl_lines += 1;
+            self.prefix(prefix);
+            self.info(msg);
             return true;
         }
         if line.contains("Test NCCL failure")
@@ -523,7 +552,9 @@ impl LogFacts {
         if is_no_socket_interface_warn(msg) {
             self.no_socket_interface = true;
         }
-        if is_net_plugin_warn(msg) {
+        // A plugin WARN with a cause of its own (memory registration, a failed transfer) is that
+        // cause's finding, not "the plugin failed".
+        if is_net_plugin_warn(msg) && crate::warn_rules::explain(msg).is_none() {
             push_distinct(&mut self.net_plugin_errors, msg);
         }
     }
@@ -974,6 +1005,43 @@ fn parse_instance_line(line: &str) -> Option<(&str, &str)> {
     Some((host, id))
 }
 
+/// An NCCL INFO message without its `NCCL INFO` token, as users paste them: `NET/Socket : Using
+/// [0]eth0:…`, `Initialized NET plugin Socket`, `Channel 00/0 : 0[0] -> 1[1] via P2P/IPC`…, at the
+/// start of the line or after a `host:pid:tid [d] ` prefix. Returns (prefix, message); `None` for
+/// anything else, so prose that merely mentions NCCL is not read as its log.
+fn headless_info(line: &str) -> Option<(&str, &str)> {
+    const HEADS: &[&str] = &[
+        "NET/Socket : ",
+        "NET/IB : ",
+        "NET/Plugin",
+        "Initialized NET plugin ",
+        "Failed to initialize NET plugin ",
+        "Using network ",
+        "Bootstrap : Using ",
+        "Bootstrap: Using ",
+        "cudaDriverVersion ",
+    ];
+    let t = line.trim_start();
+    // `host:pid:tid [d] ` before the message: a `[digits` right before the first `] `.
+    let after_prefix = t.split_once("] ").and_then(|(p, m)| {
+        let (_, dev) = p.rsplit_once('[')?;
+        (p.contains(':') && !dev.is_empty() && dev.bytes().all(|b| b.is_ascii_digit())).then_some(m)
+    });
+    for msg in std::iter::once(t).chain(after_prefix) {
+        let msg = msg.trim_end();
+        let known = HEADS.iter().any(|h| msg.starts_with(h))
+            || (msg.starts_with("Channel ") && msg.contains(" -> ") && msg.contains(" via "))
+            || (msg.starts_with("comm 0x") && msg.contains(" nRanks "))
+            || (msg.starts_with("ncclCommInitRank comm 0x") && msg.contains(" nranks "))
+            || (msg.starts_with("NCCL_") && msg.contains(" set by environment to "));
+        if known {
+            let at = msg.as_ptr() as usize - line.as_ptr() as usize;
+            return Some((&line[..at], msg));
+        }
+    }
+    None
+}
+
 /// The WARN NCCL prints when no network plugin (not even its own IB or Socket) initialised.
 pub const NET_INIT_FAILED_WARN: &str = "Failed to initialize any NET plugin";
 
@@ -1063,6 +1131,38 @@ mod tests {
         f.scan_line("a:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/Libfabric/1");
         assert_eq!((f.net_connections, f.gdrdma_connections), (2, 1));
         assert_eq!(f.net_transports, vec!["AWS Libfabric", "Libfabric"]);
+    }
+
+    #[test]
+    fn info_messages_without_their_token_are_read() {
+        let mut f = LogFacts::default();
+        assert!(f.scan_line("NET/Socket : Using [0]eth0:10.0.0.5<0> [1]eth1:10.1.0.5<0>"));
+        assert!(f.scan_line("Initialized NET plugin Socket"));
+        assert!(f.scan_line("gpu-1:101:101 [0] Using network Socket"));
+        assert_eq!(f.socket_nics, Some(2));
+        assert_eq!(f.networks, vec!["Socket"]);
+        assert_eq!(f.hosts, vec!["gpu-1"]);
+        assert_eq!(f.nccl_lines, 3);
+        for prose in [
+            "We use NCCL with Socket here",
+            "Using networks is fun",
+            "see NET/Socket docs",
+        ] {
+            assert!(!f.scan_line(prose), "{prose}");
+        }
+    }
+
+    #[test]
+    fn the_line_after_last_error_is_read_as_the_warn_when_a_rule_names_it() {
+        let mut f = LogFacts::default();
+        f.scan_line("Last error:");
+        f.scan_line("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000");
+        f.scan_line("Last error:");
+        f.scan_line("something NCCL did not say");
+        assert_eq!(
+            f.warns,
+            vec!["Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1b000"]
+        );
     }
 
     #[test]

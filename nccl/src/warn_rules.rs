@@ -1,12 +1,17 @@
 //! Causes of NCCL WARN lines: the WARNs NCCL prints (its sources' `WARN(...)` calls in the socket,
 //! InfiniBand, shared-memory and CUDA paths) that name a cause a user can act on, as data. Each rule
 //! matches the message of a WARN (what follows `NCCL WARN `) by substrings and gives one finding;
-//! a WARN no rule explains still gives the generic `nccl.warn`.
+//! a WARN no rule explains still gives the generic `nccl.warn`. The table covers the WARNs of
+//! NCCL's init, net, transport, bootstrap and proxy code and aws-ofi-nccl's `NCCL_OFI_WARN`s that
+//! name a cause (`scripts/catalog.py` measures it against the sources); two `info` rules name WARNs
+//! NCCL recovers from by itself (`nccl.ib_event`, `nccl.fallback`).
 //!
 //! Sources: NCCL documentation ("Troubleshooting", "Environment Variables": NCCL_SOCKET_IFNAME,
 //! NCCL_IB_*, NCCL_SHM_DISABLE), the InfiniBand verbs completion statuses (`ibv_wc_status_str`, e.g.
 //! transport retry counter exceeded), Slurm's slurm.conf(5) (`PropagateResourceLimits`) and
-//! systemd.exec(5) (`LimitMEMLOCK=`) for locked memory.
+//! systemd.exec(5) (`LimitMEMLOCK=`) for locked memory, the aws-ofi-nccl and AWS EFA
+//! troubleshooting guides for libfabric errors, NVIDIA's Fabric Manager guide for NVLS, and the
+//! CUDA programming guide (peer access, IPC) for P2P.
 
 use crate::model::Severity;
 
@@ -14,7 +19,8 @@ use crate::model::Severity;
 pub struct WarnRule {
     /// Finding ID.
     pub id: &'static str,
-    /// Severity of the finding.
+    /// Severity of the finding: what happens next (the job fails: NoGo, it runs degraded or NCCL
+    /// replaces a setting: Warning, NCCL carries on unharmed: Info).
     pub severity: Severity,
     /// The WARN message matches when it contains any of these...
     pub any: &'static [&'static str],
@@ -26,84 +32,497 @@ pub struct WarnRule {
     pub why: &'static str,
     /// The fix.
     pub fix: &'static str,
+    /// The node or launch checks (`launchguard check --only ID`) that see this cause before a job
+    /// runs; empty when none does.
+    pub checks: &'static [&'static str],
+    /// Whole lines as NCCL or aws-ofi-nccl print them that THIS rule must explain (CI runs them
+    /// through the parser and the verdict: `nccl/tests/warn_rule_examples.rs`).
+    pub examples: &'static [&'static str],
+    /// Lines that must NOT give this rule's ID.
+    pub counter: &'static [&'static str],
 }
 
 /// The table, most specific first; the first rule that matches a WARN explains it.
 pub const RULES: &[WarnRule] = &[
     WarnRule {
+        id: "nccl.ib_event",
+        severity: Severity::Info,
+        none: &[],
+        any: &["GID table changed", "Got non-fatal async event", "async fatal event on SRQ, unused for now", "unknown event type"],
+        what: "the InfiniBand/RoCE card reported an event NCCL handles itself",
+        why: "a changed GID table (an address added to or removed from a RoCE port), a non-fatal event, or an event on a queue NCCL does not use leaves NCCL's connections working",
+        fix: "nothing for this line alone: if the job then fails, the WARN after it names the cause",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN NET/IB : mlx5_0:1 GID table changed",
+            "gpu-a:4101:4190 [3] NCCL WARN NET/IB : mlx5_3:1 Got non-fatal async event: port active(9)",
+            "gpu-a:4101:4190 [1] NCCL WARN NET/IB : mlx5_1:1 async fatal event on SRQ, unused for now (0x55d0aa10): local catastrophic error",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error"],
+    },
+    WarnRule {
         id: "nccl.memlock",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Call to ibv_reg_mr failed", "Call to ibv_reg_mr_iova2 failed", "Call to ibv_reg_dmabuf_mr failed", "fi_mr_reg failed", "Unable to register memory"],
+        any: &[
+            "Call to ibv_reg_mr failed", "Call to ibv_reg_mr_iova2 failed", "Call to ibv_reg_dmabuf_mr failed", "fi_mr_reg failed",
+            "Unable to register memory", "Could not register memory on", "Couldn't register memory region",
+            "Failed to register memory for the control mailbox", "Could not register memory for control mailbox",
+            "Could not register dummy buffer for flush", "fi_mr_enable failed", "freelist extension registration failed",
+            "Failed call to reg_mr", "Unable to enable MR", "Unable to bind MR to EP",
+        ],
         what: "NCCL could not register memory with the network card",
-        why: "with 'Cannot allocate memory' the task's locked-memory limit (RLIMIT_MEMLOCK) is too low: every task inherits slurmd's own limit, or the submit host's soft limit (PropagateResourceLimits), and other errors mean GPUDirect RDMA is missing (nvidia-peermem or dma-buf)",
-        fix: "give slurmd LimitMEMLOCK=infinity (systemctl edit slurmd) and set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf, restart slurmd, then check `srun bash -c 'ulimit -l'` prints unlimited, and for other errors load nvidia-peermem",
+        why: "with 'Cannot allocate memory' the task's locked-memory limit (RLIMIT_MEMLOCK) is too low: every task inherits slurmd's own limit, or the submit host's soft limit (PropagateResourceLimits), other errors mean GPUDirect RDMA is missing (nvidia-peermem or dma-buf), and on EFA 'Invalid argument' with NCCL 2.19+ is a Libfabric older than EFA installer 1.29.1",
+        fix: "give slurmd LimitMEMLOCK=infinity (systemctl edit slurmd) and set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf, restart slurmd, then check `srun bash -c 'ulimit -l'` prints unlimited, and for other errors load nvidia-peermem or upgrade the EFA installer (FI_EFA_SET_CUDA_SYNC_MEMOPS=0 works around the old Libfabric)",
+        checks: &["node.memlock.slurmd", "node.memlock.propagation", "launch.memlock"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
+            "gpu-b:7711:7790 [2] NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. RC: -12, Error: Cannot allocate memory",
+            "gpu-b:7711:7790 [2] NCCL WARN NET/OFI Could not register memory on data rail 1 with flag 0",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : Unable to open device mlx5_0"],
     },
     WarnRule {
         id: "nccl.ib_completion_error",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Got completion from peer", "Got completion with error"],
+        any: &["Got completion from peer", "Got completion with error", "Got CQE with error"],
         what: "an InfiniBand/RoCE transfer to a peer failed",
         why: "status 12 (transport retry counter exceeded) means the peer's card stopped answering (a link, cable or switch port flapped, the peer node or process died, or RoCE lost packets without flow control), and status 4 (local protection) means the card could not reach the GPU memory it was given (GPUDirect RDMA: nvidia-peermem or dma-buf missing, or PCIe ACS/IOMMU in the way)",
         fix: "take the peer address from the line: check that node's HCA (ibstat, ibv_devinfo: port state and rate) and its kernel log, and isolate the node with `launchguard sweep nccl` (on RoCE also check PFC/ECN and NCCL_IB_GID_INDEX)",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN NET/IB: Got completion from peer 10.0.0.7<55123> with status=transport retry counter exceeded(12) opcode=RDMA_WRITE(1) reqSize=524288 vendor_err=129 req_type=Send hca mlx5_2",
+            "gpu-a:4101:4190 [0] NCCL WARN NET/IB: Got CQE with error (devIndex=0, req=0x7f10, comm=0x7f20 (send), wr_id=12, qp_num=301)",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/OFI Request 0x7f00 (send) completed with error: err: 5, flags: 0, prov_errno: 4100, strerror: Input/output error, len: 0"],
     },
     WarnRule {
         id: "nccl.ib_port_fault",
         severity: Severity::NoGo,
-        // NCCL logs a changed GID table and SRQ events and carries on.
-        none: &["event on SRQ", "unused for now"],
+        none: &[],
         any: &["async fatal event"],
         what: "the InfiniBand/RoCE card reported a fatal event",
         why: "the port went down or the card hit a catastrophic error, so NCCL's connections through it are gone",
         fix: "check the card on this node (ibstat, dmesg for mlx5 errors), drain the node if the port flaps, then rerun",
+        checks: &[],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : mlx5_0:1 async fatal event on SRQ, unused for now (0x55d0aa10): local catastrophic error"],
     },
     WarnRule {
-        id: "nccl.connect_failed",
+        id: "nccl.gdr_unavailable",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Connection refused", "No route to host", "Connection timed out", "Network is unreachable", "exceeded error retry count"],
-        what: "NCCL could not open a socket connection to another rank",
-        why: "a firewall between the nodes, an NCCL_SOCKET_IFNAME interface the other node cannot reach (another subnet, a container bridge), or the peer process already gone",
-        fix: "pin NCCL_SOCKET_IFNAME to the interface of the nodes' common network on every node, allow TCP between compute nodes (NCCL listens on ephemeral ports), and check `ip route get <peer address>` on both ends",
+        any: &[
+            "Peermem is not supported", "requires DMABUF support", "GDR support reported to NCCL but then couldn't be configured",
+            "gdr_pin_buffer failed", "gdr_map failed", "Failed to resolve libgdrapi.so", "not compiled with DMA-BUF support",
+            "Failed to set FI_OPT_CUDA_API_PERMITTED", "FI_OPT_CUDA_API_PERMITTED is not declared", "GDR disabled on GDR-supported instance type",
+        ],
+        what: "GPUDirect RDMA is not available to NCCL",
+        why: "the network card reads GPU memory directly only with nvidia-peermem loaded or with DMA-BUF (Linux 5.12+ and NVIDIA's open kernel modules), and a libfabric and plugin built for it, and this node or install has neither",
+        fix: "load nvidia-peermem (`modprobe nvidia-peermem`, `lsmod | grep peermem`) or use the open kernel modules on a 5.12+ kernel, and install aws-ofi-nccl and libfabric from the same EFA installer",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Unable to use GIN: Peermem is not supported, and device 0 does not support DMA-BUF.",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI GDR support reported to NCCL but then couldn't be configured on an endpoint.  Cannot continue.",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"],
     },
     WarnRule {
-        id: "nccl.peer_closed",
-        severity: Severity::Warning,
+        id: "nccl.ib_device",
+        severity: Severity::NoGo,
+        none: &["GDRCOPY", ],
+        any: &[
+            "NET/IB : Unable to open device", "NET/IB : Unable to query device", "Unable to query port_num", "lib wrapper not initialized",
+            "dlvsym failed on", "Error in mlx5dv_get_data_direct_sysfs_path", "failed in ncclIbRoceGetVersionNum",
+        ],
+        what: "NCCL found an InfiniBand/RoCE card but could not open or query it",
+        why: "the job cannot use /dev/infiniband/uverbs* (the step's device cgroup or the container leaves it out), the node's rdma-core (libibverbs) is older than this NCCL needs, or the card is in a bad state",
+        fix: "run `ls -l /dev/infiniband` and `ibv_devinfo` inside the job (same container and srun options), give the job the uverbs devices, update rdma-core, and check the port with `ibstat` on the node",
+        checks: &["node.devices.uverbs"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN NET/IB : Unable to open device mlx5_0",
+            "gpu-a:4101:4190 [0] NCCL WARN dlvsym failed on ibv_reg_dmabuf_mr - ibv_reg_dmabuf_mr version IBVERBS_1.12",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : mlx5_0:1 GID table changed"],
+    },
+    WarnRule {
+        id: "nccl.ib_qp_failed",
+        severity: Severity::NoGo,
         none: &[],
-        any: &["Connection closed by remote peer", "Connection reset by peer", "remote process exited"],
-        what: "a peer rank closed its NCCL connection",
-        why: "NCCL sees the effect, not the cause: the peer rank died first (an exception, an OOM kill, a CUDA error) or its node went away",
-        fix: "look for the earliest error of every rank (srun --label, then `launchguard explain` on the whole job output), starting with the peer this line names",
+        any: &["Call to ibv_modify_qp failed", "mlx5dv_create_qp failed", "ibv_post_send() failed", "ibv_post_recv() failed", "Call to ibv_poll_cq() returned", "Call to ibv_create_qp failed"],
+        what: "the InfiniBand/RoCE card refused a queue pair operation",
+        why: "on RoCE most often a GID index (NCCL_IB_GID_INDEX) whose address the peer cannot reach or a port without an IP address, else the port is down or the card ran out of resources (a low locked-memory limit)",
+        fix: "on RoCE set NCCL_IB_GID_INDEX to the RoCE v2 IPv4 entry (`show_gids`), check that `ibstat` shows the port Active on both nodes, and that `srun bash -c 'ulimit -l'` prints unlimited",
+        checks: &["launch.memlock", "launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 3, local GID fe80::1, remote GID ::ffff:10.0.0.8"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : Unable to open device mlx5_0"],
+    },
+    WarnRule {
+        id: "nccl.ofi_transfer_failed",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "completed with error", "Unable to read from fi_cq_readerr", "Unable to retrieve completion queue entries", "Error posting RDMA",
+            "Error posting rx buffer", "Error posting flush request", "fi_read failed", "fi_sendmsg (eager) failed", "fi_write_inline failed",
+            "Error in call to fi_send", "Unable to insert remote address into address vector", "CM connect failed", "Could not send request for device",
+            "Unable to issue read operation", "Unable to post receive buffer", "Send close message complete with error",
+        ],
+        what: "a transfer over the EFA/libfabric network failed",
+        why: "the peer process or node died, the peer's address cannot be reached (an EFA security group that does not allow all traffic to and from itself, another subnet), or the EFA device reported an error (the provider error in the line names it)",
+        fix: "find the earliest error of every rank (a dead peer shows first), let the EFA security group allow all inbound and outbound traffic to itself, and check the peer node's EFA (`fi_info -p efa`, dmesg for efa errors), isolating it with `launchguard sweep nccl`",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Request 0x7f00aa (send) completed with error: err: 5, flags: 0, prov_errno: 4100, strerror: Input/output error, len: 0",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to insert remote address into address vector for device 0. RC: -113",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Couldn't open a fabric provider. RC: -61, ERROR: No data available"],
     },
     WarnRule {
         id: "nccl.message_truncated",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Message truncated", "message truncated"],
+        any: &["posted incorrect receive info", "collective mismatch error", "Message truncated", "message truncated"],
         what: "ranks disagree on the size of a transfer",
-        why: "the ranks called different collectives, sizes or orders (an application bug: one rank skipped or added a collective), or on Socket a network that corrupts data",
-        fix: "make every rank issue the same collectives in the same order with the same counts (TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch), and if they do, test the network with nccl-tests",
+        why: "the ranks called different collectives, sizes or orders (an application bug: one rank skipped or added a collective), NCCL_PROTO or NCCL_ALGO set differently on some ranks, or on Socket a network that corrupts data",
+        fix: "make every rank issue the same collectives in the same order with the same counts (TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatch) and give every rank the same NCCL_* variables, and if they do, test the network with nccl-tests",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Message truncated : received 4096 bytes instead of 2048",
+            "gpu-a:4101:4190 [0] NCCL WARN NET/Socket : peer 10.0.0.8<41234> message truncated : receiving 1048576 bytes instead of 65536. If you believe your socket network is in a healthy state, there may be a mismatch in collective sizes or environment settings (e.g. NCCL_PROTO, NCCL_ALGO) between ranks",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN socketProgress: Connection closed by remote peer gpu-b<42830>"],
+    },
+    WarnRule {
+        id: "nccl.comm_id",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Invalid NCCL_COMM_ID", "should not be called when NCCL_COMM_ID is set", "No valid <IPv4_or_hostname>:<port> pair found", "No valid [IPv6]:port pair found", "error encountered when getting address info"],
+        what: "NCCL could not use the rendezvous address it was given",
+        why: "NCCL_COMM_ID must be host:port or [ipv6]:port and its host must resolve on every node, and while it is set the program must not also create a unique ID",
+        fix: "set NCCL_COMM_ID to rank 0's node address and a free port, the same on every rank, with a name every node resolves (`getent hosts NAME` there), or unset it and let the framework pass the ID (torchrun's MASTER_ADDR/MASTER_PORT)",
+        checks: &["node.hostname.resolves"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>",
+            "gpu-a:4101:4190 [0] NCCL WARN Net : error encountered when getting address info : Name or service not known",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Bootstrap : no socket interface found"],
+    },
+    WarnRule {
+        id: "nccl.no_interface",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["verify NCCL_OOB_NET_IFNAME", "No usable listening interface found", "NET/IB : No IP interface found"],
+        what: "NCCL found no usable network interface for this role",
+        why: "NCCL_OOB_NET_IFNAME or NCCL_SOCKET_IFNAME names no interface that is up with an address on this node, or the RoCE/IPoIB port NCCL picked has no IP address",
+        fix: "list the node's interfaces with `ip -br addr` and `ibdev2netdev`, set the variable to names that exist and are up on every node (or unset it), and give the RoCE/IPoIB port its address",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN no device found matching ib9, verify NCCL_OOB_NET_IFNAME"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>"],
+    },
+    WarnRule {
+        id: "nccl.connect_failed",
+        severity: Severity::NoGo,
+        none: &["No space left on device", "UDS: "],
+        any: &["socketStartConnect: Connect to", "Connection refused", "No route to host", "Connection timed out", "Network is unreachable", "exceeded error retry count", ": connect to ", "socketPollConnect to", "Accept failed"],
+        what: "NCCL could not open a socket connection to another rank",
+        why: "a firewall between the nodes, an NCCL_SOCKET_IFNAME interface the other node cannot reach (another subnet, a container bridge), or the peer process already gone",
+        fix: "pin NCCL_SOCKET_IFNAME to the interface of the nodes' common network on every node, allow TCP between compute nodes (NCCL listens on ephemeral ports), and check `ip route get <peer address>` on both ends",
+        checks: &["launch.nccl_env"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN bootstrap: connect to 10.0.0.8<42311> failed : Connection refused",
+            "gpu-a:4101:4190 [0] NCCL WARN socketPollConnect to 10.0.0.8<42311> failed with error Connection timed out",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN socketProgress: Connection closed by remote peer gpu-b<42830>"],
+    },
+    WarnRule {
+        id: "nccl.peer_closed",
+        severity: Severity::Warning,
+        none: &[],
+        any: &["socketProgressOpt: Call to", "Connection closed by remote peer", "Connection reset by peer", "remote process exited", "NET/Socket : socket progress error", "Socket recv failed while polling", "Could not receive type from localRank"],
+        what: "a peer rank closed its NCCL connection",
+        why: "NCCL sees the effect, not the cause: the peer rank died first (an exception, an OOM kill, a CUDA error) or its node went away",
+        fix: "look for the earliest error of every rank (srun --label, then `launchguard explain` on the whole job output), starting with the peer this line names",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN socketProgress: Connection closed by remote peer gpu-b<42830>",
+            "gpu-a:4101:4190 [0] NCCL WARN socketProgressOpt: Call to recv from 10.0.0.8<41234> failed : Connection reset by peer",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN bootstrap: connect to 10.0.0.8<42311> failed : Connection refused"],
     },
     WarnRule {
         id: "nccl.shm_failed",
         severity: Severity::NoGo,
         none: &[],
-        any: &["shared memory segment", "failed to extend", "failed to create shared memory", "Could not map"],
+        any: &["No space left on device", "shared memory segment", "failed to extend", "failed to create shared memory", "Could not map"],
         what: "NCCL could not create or map its shared-memory segment",
         why: "/dev/shm is too small or full: a container's default 64 MiB, or a tmpfs other jobs filled",
         fix: "give the job a larger /dev/shm (a container runtime's --shm-size, while enroot and Pyxis use the host's) or clean /dev/shm on the node, NCCL_SHM_DISABLE=1 being a last resort that costs bandwidth",
+        checks: &[],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-AbCdEf to 9637892 bytes, error: No space left on device (28)"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Cuda failure 'out of memory'"],
+    },
+    WarnRule {
+        id: "nccl.nvls_failed",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["is available but not working on this system", "Failed to bind NVLink SHARP"],
+        what: "NCCL could not set up NVLink SHARP (NVLS) multicast memory or multi-node NVLink",
+        why: "NVLS needs the NVSwitch fabric that Fabric Manager sets up (and IMEX across nodes), and the fabric is not ready: Fabric Manager stopped, of another version than the driver, or the GPU's fabric registration failed",
+        fix: "check `nvidia-smi -q | grep -A3 Fabric` (State Completed, Status Success) and `systemctl status nvidia-fabricmanager` on the node and fix or restart it, or run with NCCL_NVLS_ENABLE=0",
+        checks: &["node.gpu.fabric", "node.imex.service"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 1073741824 : CUDA error 999 'unknown error'."],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Cuda failure 'out of memory'"],
+    },
+    WarnRule {
+        id: "nccl.p2p_failed",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["UDS: Binding to socket", "UDS: Sending data over socket", "UDS: Receiving data over socket", "UDS: Socket creation error", "failed to peer with device", "cudaIpcGetMemHandle failed", "P2P is disabled between NVLINK connected GPUs"],
+        what: "CUDA could not map one GPU's memory into another",
+        why: "peer-to-peer access is blocked: PCIe ACS or an IOMMU in the way (virtual machines, some BIOS settings), an NVLink down, or ranks of one node in separate containers or PID/network namespaces where CUDA IPC handles and the Unix sockets NCCL passes them over do not work",
+        fix: "check `nvidia-smi topo -p2p r` and `nvidia-smi nvlink -s` on the node, turn off ACS/IOMMU redirection for the GPUs (NCCL_P2P_DISABLE=1 works around it at a bandwidth cost), and run the ranks of a node in one container",
+        checks: &["node.gpu.pcie"],
+        examples: &[
+            "gpu-a:4101:4190 [1] NCCL WARN failed to peer with device 0(=3a000): 217 peer access is not supported between these two devices",
+            "gpu-a:4101:4190 [1] NCCL WARN UDS: Sending data over socket /tmp/nccl-socket-1-2f3a failed : Connection refused (111)",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Cuda failure 'out of memory'"],
     },
     WarnRule {
         id: "nccl.cuda_failure",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Cuda failure", "CUDA failure"],
+        any: &["Failed to CUDA calloc", "Failed to CUDA malloc", "Failed to CUDA host alloc", "Failed to find CUDA library", 
+            "Cuda failure", "CUDA failure", "Failed to set CUDA device", "Failed to create CUDA context", "Failed to set CUDA context",
+            "cuMemAlloc failed", "cuStreamCreate failed", "cuStreamSynchronize failed", "cuMemcpyHtoDAsync failed", "cuCtxGetCurrent failed",
+            "cuCtxSetCurrent failed", "cuCtxGetDevice failed", "cuMemsetD8 failed", "cudaMemset failed", "cuMemFree failed", "cuStreamDestroy failed",
+            "CUDA initialization failed", "Failed to query CUDA driver version",
+        ],
         what: "NCCL hit a CUDA error",
-        why: "'out of memory' means the GPU had no room for NCCL's buffers (the model took it all), while other errors point at the GPU or driver (launchguard check --only node.gpu)",
+        why: "'out of memory' means the GPU had no room for NCCL's buffers (the model took it all), a missing libcuda.so means the driver's libraries are not in the job (container without the NVIDIA hook), while other errors point at the GPU or driver (launchguard check --only node.gpu)",
         fix: "leave GPU memory for NCCL (smaller batch, NCCL_BUFFSIZE lower) for out of memory, and for other errors check the node's GPUs and kernel log for Xid lines",
+        checks: &["node.gpu.xid", "node.gpu.nvml"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Cuda failure 'out of memory'",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI cuMemAlloc failed: out of memory",
+        ],
+        counter: &["gpu-a:4101:4190 [1] NCCL WARN failed to peer with device 0(=3a000): 217 peer access is not supported between these two devices"],
+    },
+    WarnRule {
+        id: "nccl.duplicate_gpu",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Duplicate GPU detected", "Multiple Ranks are using the same GPU"],
+        what: "two ranks of one communicator use the same GPU",
+        why: "the program picks a GPU by an index that is the same on several tasks: cuda:0 while every task sees all GPUs, or LOCAL_RANK from a launcher srun does not emulate, or a per-task GPU binding that the program then indexes again",
+        fix: "bind one GPU per task (srun --gpus-per-task=1 or --gpu-bind=single:1) and use cuda:0, or, when each task sees all GPUs, set the device from SLURM_LOCALID",
+        checks: &["launch.gpu_options"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3a000"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Mismatched NCCL version detected : rank 0 version 22809 rank 1 version 22703"],
+    },
+    WarnRule {
+        id: "nccl.version_mismatch",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Mismatched NCCL version detected"],
+        what: "ranks of one communicator run different NCCL versions",
+        why: "the nodes run different container images or installs, or some pick up another libnccl from LD_LIBRARY_PATH, and NCCL refuses to mix versions",
+        fix: "run every rank from the same image or install (compare the `NCCL version` line of each host under NCCL_DEBUG=INFO) and remove stray libnccl from LD_LIBRARY_PATH",
+        checks: &[],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Mismatched NCCL version detected : rank 0 version 22809 rank 1 version 22703"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3a000"],
+    },
+    WarnRule {
+        id: "nccl.rank_mismatch",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["mismatch in info from procs", "has already checked in", "Invalid rank requested", "improper usage of ncclCommInitRank", "Bootstrap Root : localId"],
+        what: "the ranks did not agree on the communicator they join",
+        why: "two jobs (or two runs of one) use the same NCCL_COMM_ID or MASTER_ADDR:MASTER_PORT so ranks of one meet the other's root, a task started twice, or tasks were started with different world sizes (WORLD_SIZE not matching srun --ntasks)",
+        fix: "give every job its own rendezvous port (derive MASTER_PORT from SLURM_JOB_ID), take WORLD_SIZE and RANK from SLURM_NTASKS and SLURM_PROCID, and start each task once",
+        checks: &[],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Bootstrap Root : rank 3 of 8 ranks has already checked in"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Mismatched NCCL version detected : rank 0 version 22809 rank 1 version 22703"],
+    },
+    WarnRule {
+        id: "nccl.net_count_mismatch",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Detected mixed local Net device counts", "Detected mixed local CollNet device counts"],
+        what: "the job's nodes see different numbers of network cards",
+        why: "a port is down or a card missing on some node, or NCCL_IB_HCA / NCCL_SOCKET_IFNAME selects a different set on some nodes",
+        fix: "compare `ibstat` (ports Active) or `ip -br link` across the job's nodes, drain the node short of a card, and select the same cards on every node (NCCL_IGNORE_NET_MISMATCH=1 only hides it)",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN Detected mixed local Net device counts across ranks (min 7, max 8). Set NCCL_IGNORE_NET_MISMATCH=1 to continue."],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Mismatched NCCL version detected : rank 0 version 22809 rank 1 version 22703"],
+    },
+    WarnRule {
+        id: "nccl.ib_link_mixed",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Attempted to connect incompatible devices", "device is incompatible with the local", "Attempted to merge incompatible devices"],
+        what: "NCCL was given InfiniBand and RoCE ports together",
+        why: "ports of different link layers (InfiniBand and Ethernet) cannot talk to each other, and NCCL_IB_HCA (or its default, every card) selected both kinds",
+        fix: "select ports of one link layer with NCCL_IB_HCA (`ibv_devinfo | grep -e hca_id -e link_layer` lists them), e.g. =mlx5_0,mlx5_1",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : Attempted to connect incompatible devices: [0]mlx5_0:1/IB and [1]mlx5_4:1/RoCE. Try selecting NICs of only one link type using NCCL_IB_HCA"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : Unable to open device mlx5_0"],
+    },
+    WarnRule {
+        id: "nccl.invalid_usage",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["This application was compiled with NCCL version", 
+            "Invalid config ", "Invalig config ", "argument not initialized via", "ncclGroupEnd: not in a group call",
+            "Blocking and nonblocking communicators are not allowed", "Attempt to use communicator before", "has already been destroyed",
+            "can be CUDA graph captured", "Invalid device count requested", "invalid device count", "ncclCommGrow:",
+            "Split shares resources, but parent comm netName", "does not match the parent",
+        ],
+        what: "the program called NCCL in a way this NCCL rejects",
+        why: "most often a framework built against another NCCL than the libnccl loaded at run time (the layout of ncclConfig_t and friends differs), else a bug in the program's use of the API (groups, a communicator used after it failed or was destroyed)",
+        fix: "use the NCCL the framework was built for (compare PyTorch's torch.cuda.nccl.version() with the log's NCCL version line), drop a libnccl from LD_LIBRARY_PATH or LD_PRELOAD, and report what remains to the framework",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER",
+            "gpu-a:4101:4190 [0] NCCL WARN Invalid config blocking attribute value -2147483648",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3a000"],
+    },
+    WarnRule {
+        id: "nccl.topo_file",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Attribute arch of node", " of node ", "XML Parse", "XML Graph has wrong version", "XML Topology has wrong version", "Could not open XML graph file", "XML Mismatch", "XML Import Channel", "XML parser is limited to", "too many XML"],
+        what: "NCCL could not use the topology or graph file it was given",
+        why: "the file named by NCCL_TOPO_FILE or NCCL_GRAPH_FILE is missing, malformed, or written for another NCCL version (an image's default file can be stale: the static topology files aws-ofi-nccl shipped before 1.11 lack the CPU attributes NCCL needs)",
+        fix: "point NCCL_TOPO_FILE at the file for this machine type and NCCL version, or unset NCCL_TOPO_FILE and NCCL_GRAPH_FILE to let NCCL detect the topology",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [0] NCCL WARN XML Topology has wrong version 1, 2 needed"],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Error : could not find CPU close to GPU 0"],
+    },
+    WarnRule {
+        id: "nccl.topology",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "could not find CPU close to GPU", "Could not find real path of", "could not find CPU numa ID", "Unknown CPU architecture",
+            "Could not find any local path from gpu", "Could not find NIC for rank", "Could not find net id", "Could not find NET with id",
+            "Could not find node of type", "Could not find gpu rank", "could not find DEV for GPU", "Add NVLink error : could not find GPU",
+            "could not find PCI SW", "Failed to find reverse path", "Could not find intermediate GPU", "No path computed",
+            "not found in the list of system hostHashes", "system node not found in XML", "Can't find busId", "Couldn't generate unique busId",
+            "Failed to create NCCL OFI topology", "Failed to populate topology", "Topology reported unexpected number of devices",
+            "Unable to load hardware topology", "Unable to initialize hardware topology", "hwloc failed detecting PCI NIC info",
+            "Failed to retrieve PCI attributes from NIC", "Failed to retrieve PCI speed and width", "Failed to open device property file",
+            "Failed to read device property file", "Unknown link width", "Unknown link speed", "Unable to convert link width",
+        ],
+        what: "NCCL could not map this node's GPUs and network cards",
+        why: "NCCL and aws-ofi-nccl build the PCI, NUMA and NVLink layout from /sys, hwloc and NVML, and a container or virtual machine that hides or fakes /sys (virtual PCI bridges, no NUMA node) or an NCCL_TOPO_FILE that does not fit the node leaves a GPU or card it cannot place",
+        fix: "run the job with the host's /sys visible, give NCCL the vendor's topology file for the VM type with NCCL_TOPO_FILE (or unset a wrong one), and send NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH output to NCCL if it persists",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Error : could not find CPU close to GPU 0",
+            "gpu-a:4101:4190 [0] NCCL WARN Could not find real path of /sys/class/net/eth0/device",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN XML Topology has wrong version 1, 2 needed"],
+    },
+    WarnRule {
+        id: "nccl.host_alloc_failed",
+        severity: Severity::NoGo,
+        none: &["virtual devices", "MR key", "flush buffer"],
+        any: &[
+            "Failed to allocate", "Unable to allocate", "allocation failed", "Allocation of fi_info failed", "Could not allocate new",
+            "Couldn't allocate send", "Couldn't allocate listen_comm", "calloc failure", "Could not extend freelist",
+            "Allocating initial freelist entries failed", "Unable to (re)allocate", "Unable to duplicate", "Failed to duplicate",
+        ],
+        what: "NCCL or its network plugin could not allocate host memory",
+        why: "CUDA processes reserve a large virtual address space, so an address-space limit below unlimited (ulimit -v, RLIMIT_AS: Slurm's VSizeFactor or a limit PropagateResourceLimits carried from the submit host) makes allocations fail, else the node or the job's memory is exhausted",
+        fix: "check that `srun bash -c 'ulimit -v'` prints unlimited (drop VSizeFactor from slurm.conf or add AS to PropagateResourceLimitsExcept), and give the job more memory (--mem) if the limit is not the cause",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to allocate send communicator control mailbox",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to allocate freelist block metadata",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : Cannot allocate any more virtual devices (16)"],
+    },
+    WarnRule {
+        id: "nccl.env_ignored",
+        severity: Severity::Warning,
+        none: &[],
+        any: &[
+            "unknown value", "is being ignored because", "is greater than the maximum allowed, setting", "setting NCCL_NSOCKS_PERTHREAD",
+            "Unsetting POLICY_EFFICIENCY", "Ignoring SHM locality", "is deprecated", "Unrecognized histogram",
+        ],
+        what: "NCCL replaced a setting from the environment with its own",
+        why: "an NCCL_* or OFI_NCCL_* variable holds a value this version does not accept, so NCCL ignored it or chose another value and runs with a configuration other than the one asked for",
+        fix: "correct the variable the line names to a value this version documents (NCCL docs: Environment Variables, aws-ofi-nccl: doc/configuration), or unset it",
+        checks: &["launch.nccl_env"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN NCCL_NET_MERGE_POLICY: unknown value 'fused', defaulting to ALL",
+            "gpu-a:4101:4190 [0] NCCL WARN NET/Socket : NCCL_SOCKET_NTHREADS is greater than the maximum allowed, setting to 16",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN TOPO/NET : Could not force merge NICs mlx5_0+mlx5_9. Please specify a valid NCCL_NET_FORCE_MERGE string."],
+    },
+    WarnRule {
+        id: "nccl.env_invalid",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "Please specify a valid NCCL_NET_FORCE_MERGE", "Tried to merge too many NICs", "TOPO/NET : Only matched", "Specified fused NIC",
+            "Fusing NET devices from different NUMA", "NCCL_IB_SUBNET_PREFIX_LEN", "has invalid value", "NCCL_NVLS_ENABLE has been set",
+            "Unrecognized prefix token", "Unrecognized element token", "All entries except the first must have a prefix",
+            "set to invalid value", "Invalid value for", "configuration of EARLY_COMPLETION", "NCCL_OFI_NIC_DUP_CONNS set on platform",
+            "OOO RQ is force enabled", "Number of forced rails", "Provided mr keypool size", "MR key config parsing failed",
+        ],
+        what: "NCCL refused a setting from the environment",
+        why: "an NCCL_* or OFI_NCCL_* variable holds a value this version rejects (a misspelt list, a NIC name that does not exist, a combination it does not support), and NCCL stops instead of guessing",
+        fix: "correct the variable the line names to a value this version documents (NCCL docs: Environment Variables, aws-ofi-nccl: doc/configuration), or unset it",
+        checks: &["launch.nccl_env"],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN TOPO/NET : Could not force merge NICs mlx5_0+mlx5_9. Please specify a valid NCCL_NET_FORCE_MERGE string.",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI WARNING: OFI_NCCL_PROTOCOL set to invalid value RDMA_WRITE",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN NCCL_NET_MERGE_POLICY: unknown value 'fused', defaulting to ALL"],
+    },
+    WarnRule {
+        id: "nccl.fallback",
+        severity: Severity::Info,
+        none: &[],
+        any: &["CUDA flush enabled", "AWS platform priority: -1", "GDRCopy support not available at compile time", "Not configuring NCCL_TUNER_PLUGIN", "Model is not supported for platform", 
+            "Cannot initialize CollNet, using point-to-point network instead", "plugin has incompatible version", "Unable to create thread context due to old driver",
+            "using dlid as fallback", "GDR Flush only supported on x86_64", "falling back to graphStreamOrdering=1",
+        ],
+        what: "NCCL or its network plugin does without an optional feature, or notes a setting at WARN level",
+        why: "the feature (CollNet/SHARP, a device unpack plugin, per-thread CUDA contexts, GDR flush off x86, GDRCopy, aws-ofi-nccl's tuner) is not available here and NCCL falls back to its ordinary path, or the line only reports a choice (CUDA flush), so the job runs correctly",
+        fix: "nothing for a correct run: install the feature's plugin or driver only if you need its speed",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Cannot initialize CollNet, using point-to-point network instead",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI CUDA flush enabled",
+        ],
+        counter: &["gpu-a:4101:4190 [0] NCCL WARN Failed to initialize any NET plugin"],
     },
 ];
+
+/// WARNs NCCL prints on its way out of an earlier failure (the proxy relaying a failed operation,
+/// a communicator marked failed, teardown): they name no cause of their own, so next to a WARN a
+/// rule explains they add nothing (alone they are still the generic `nccl.warn`).
+pub const FOLLOW_ON: &[&str] = &[
+    "Failed to execute operation",
+    "communicator encountered a fatal error",
+    "ncclAsyncJobComplete",
+    "ncclCommSetAsyncError",
+    "commReclaim",
+    "commDestroySync",
+    "Error encountered progressing operation",
+    "is in abort state",
+    "aws-ofi-nccl initialization failed",
+];
+
+/// Whether `msg` is one of the [`FOLLOW_ON`] WARNs.
+pub fn is_follow_on(msg: &str) -> bool {
+    FOLLOW_ON.iter().any(|f| msg.contains(f))
+}
 
 /// The first rule that explains the WARN message `msg`.
 pub fn explain(msg: &str) -> Option<&'static WarnRule> {
@@ -116,34 +535,51 @@ pub fn explain(msg: &str) -> Option<&'static WarnRule> {
 mod tests {
     use super::*;
 
+    /// The message of a whole WARN line (what follows `NCCL WARN `).
+    fn msg(line: &str) -> &str {
+        line.split_once(" NCCL WARN ")
+            .map(|(_, m)| m)
+            .unwrap_or(line)
+    }
+
     #[test]
-    fn each_rule_explains_its_own_warns_and_not_others() {
-        let cases = [
-            ("Call to ibv_reg_mr failed with error Cannot allocate memory", "nccl.memlock"),
-            ("NET/IB: Got completion from peer 10.0.0.7<55123> with status=transport retry counter exceeded(12) opcode=RDMA_WRITE(1) reqSize=524288 vendor_err=129 req_type=Send hca mlx5_2", "nccl.ib_completion_error"),
-            ("NET/IB : mlx5_0:1 async fatal event: port error", "nccl.ib_port_fault"),
-            ("bootstrap: connect to 10.0.0.8<42311> failed : Connection refused", "nccl.connect_failed"),
-            ("socketProgress: Connection closed by remote peer node2<42830>", "nccl.peer_closed"),
-            ("Message truncated : received 4096 bytes instead of 2048", "nccl.message_truncated"),
-            ("Error: failed to extend /dev/shm/nccl-AbCdEf to 9637892 bytes, error: No space left on device (28)", "nccl.shm_failed"),
-            ("Cuda failure 'out of memory'", "nccl.cuda_failure"),
-        ];
-        for (msg, id) in cases {
-            assert_eq!(explain(msg).map(|r| r.id), Some(id), "{msg}");
-        }
-        for other in [
-            "NET/IB : mlx5_0:1 GID table changed",
-            "NET/IB : mlx5_0:1 async fatal event on SRQ, unused for now (0x55d0): local catastrophic error",
-            "Bootstrap : no socket interface found",
-            "Failed to initialize any NET plugin",
-            "NET/OFI aws-ofi-nccl initialization failed",
-        ] {
-            assert!(explain(other).is_none(), "{other}");
-        }
+    fn each_rule_explains_its_own_examples_and_not_its_counter_examples() {
+        let mut ids = std::collections::HashSet::new();
         for r in RULES {
+            assert!(ids.insert(r.id), "{}: listed twice", r.id);
+            assert!(
+                !r.examples.is_empty() && !r.counter.is_empty(),
+                "{}: needs an example and a counter-example",
+                r.id
+            );
+            for e in r.examples {
+                assert_eq!(explain(msg(e)).map(|x| x.id), Some(r.id), "{e}");
+            }
+            for c in r.counter {
+                assert_ne!(explain(msg(c)).map(|x| x.id), Some(r.id), "{c}");
+            }
             for t in [r.what, r.why, r.fix] {
                 assert!(!t.contains(';') && !t.contains('\n'), "{}: {t}", r.id);
             }
+            assert!(
+                r.any.iter().all(|a| !a.contains('%')),
+                "{}: a printf conversion in `any`",
+                r.id
+            );
+        }
+    }
+
+    #[test]
+    fn warns_other_findings_own_are_left_to_them() {
+        for other in [
+            "Bootstrap : no socket interface found",
+            "NET/Socket : no interface found",
+            "Failed to initialize any NET plugin",
+            "NET/OFI aws-ofi-nccl initialization failed",
+            "NET/OFI Creating new endpoint for domain 0x7f00aa001000 failed: Invalid argument",
+            "Failed to open libibverbs.so[.1]",
+        ] {
+            assert!(explain(other).is_none(), "{other}");
         }
     }
 }

@@ -170,6 +170,8 @@ fn nccl_rules() -> String {
                 cell(r.what),
                 cell(r.why),
                 cell(r.fix),
+                cell(&r.checks.join(", ")),
+                cell(r.examples.first().copied().unwrap_or("")),
             ]
         })
         .collect();
@@ -182,6 +184,8 @@ fn nccl_rules() -> String {
             "what",
             "why",
             "fix",
+            "checked before the job by",
+            "example",
         ],
         &rows,
     );

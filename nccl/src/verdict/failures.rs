@@ -29,7 +29,8 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
             fix: "remove NCCL_NET and NCCL_IB_* from the job environment and keep NCCL_NET_PLUGIN at the image default (ofi on EFA) (NCCL docs: NCCL_NET, NCCL_NET_PLUGIN)".into(),
         });
     }
-    if let Some(first) = facts.test_failures.first() {
+    let test_failed = facts.test_failures.first();
+    if let Some(first) = test_failed {
         f.push(Finding {
             id: "nccl.test_failed",
             severity: Severity::NoGo,
@@ -37,9 +38,11 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
             why: "the collective did not complete, so the run proves neither bandwidth nor correctness".into(),
             fix: "fix the first NCCL WARN in the log (rerun with NCCL_DEBUG=INFO if there is none), then rerun the test".into(),
         });
-    } else {
-        // Each WARN a rule explains gives that rule's finding (once per rule); the generic
-        // nccl.warn is left for WARNs nothing here explains.
+    }
+    {
+        // Each WARN a rule explains gives that rule's finding (once per rule), also next to a
+        // failed nccl-tests run (the WARN names why it failed); the generic nccl.warn is left for
+        // WARNs nothing here explains, and not repeated after a failed test.
         let mut seen: Vec<&str> = vec![];
         let mut unexplained = vec![];
         for w in &facts.warns {
@@ -55,7 +58,7 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
                             launchguard_core::finding::clip(w, 200)
                         ),
                         why: r.why.into(),
-                        fix: r.fix.into(),
+                        fix: with_checks(r),
                     });
                 }
                 Some(_) => {}
@@ -64,13 +67,16 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
         }
         // WARNs the findings above already explain.
         let known = |w: &str| {
-            w.contains(crate::log::NET_INIT_FAILED_WARN)
+            (!seen.is_empty() && crate::warn_rules::is_follow_on(w))
+                || w.contains(crate::log::NET_INIT_FAILED_WARN)
                 || crate::log::is_no_socket_interface_warn(w)
                 || (plugin_reported && crate::log::is_net_plugin_warn(w))
         };
         let rest: Vec<&str> = unexplained.into_iter().filter(|w| !known(w)).collect();
         let more_than_kept = facts.warn_count > facts.warns.len() as u64 && seen.is_empty();
-        if !rest.is_empty() || (more_than_kept && !net_init_failed && !plugin_reported) {
+        if test_failed.is_none()
+            && (!rest.is_empty() || (more_than_kept && !net_init_failed && !plugin_reported))
+        {
             warn_finding(q, facts, rest.first().copied(), f);
         }
     }
@@ -89,6 +95,19 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
             ),
         });
     }
+}
+
+/// A rule's fix, naming the node or launch checks that find its cause before a job runs.
+fn with_checks(r: &crate::warn_rules::WarnRule) -> String {
+    if r.checks.is_empty() {
+        return r.fix.to_string();
+    }
+    let list: Vec<String> = r.checks.iter().map(|c| format!("`{c}`")).collect();
+    format!(
+        "{} (before a job runs, `launchguard check` finds this cause as {})",
+        r.fix,
+        list.join(", ")
+    )
 }
 
 fn warn_finding(q: &str, facts: &crate::log::LogFacts, first: Option<&str>, f: &mut Vec<Finding>) {
