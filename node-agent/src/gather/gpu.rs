@@ -87,6 +87,7 @@ pub fn gather(ctx: &Ctx) -> GpuFacts {
     f.slurm = slurm_gpus(ctx);
     f.in_step = std::env::var_os("SLURM_JOB_ID").is_some();
     *cache = Some((Instant::now(), f.clone()));
+    *ctx.gpu_last.lock().unwrap_or_else(|p| p.into_inner()) = Some(f.clone());
     f
 }
 

@@ -54,6 +54,9 @@ pub struct Ctx {
     pub nvml: gpu::NvmlSource,
     /// The last GPU facts and when they were gathered (shared by the GPU and IMEX families).
     pub gpu_cache: Mutex<Option<(std::time::Instant, GpuFacts)>>,
+    /// A copy of the last GPU facts, for the textfile: never held while NVML is asked, so the
+    /// agent's publishing never waits on a wedged GPU (`gpu_cache` is held during a gathering).
+    pub gpu_last: Mutex<Option<GpuFacts>>,
 }
 
 impl Ctx {
@@ -77,6 +80,7 @@ impl Ctx {
             scontrol_plugstack: Mutex::new(None),
             nvml,
             gpu_cache: Mutex::new(None),
+            gpu_last: Mutex::new(None),
         }
     }
 
