@@ -6,15 +6,15 @@
 //! hang and never drain; and a process holding `[gpu] nvml_lock` (as one stuck in NVML would) must
 //! keep the others out of NVML.
 
+mod common;
+
 use launchguard::gather::gpu::NVML_DEADLINE;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_launchguard")
-}
+use common::bin;
 
 /// A scratch directory with the stand-in library built in it and a config that loads it.
 struct Standin {
@@ -32,26 +32,14 @@ fn standin(name: &str) -> Standin {
     let dir = std::env::temp_dir().join(format!("lg-standin-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let src = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/nvml_standin/standin.c"
-    );
-    let lib = dir.join("libnvidia-ml.so.1");
-    let o = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&lib)
-        .arg(src)
-        .output()
-        .expect("cc (the stand-in NVML is built with the system's C compiler)");
-    assert!(o.status.success(), "{o:?}");
     let cfg = dir.join("launchguard.toml");
     // No slurm.conf: node.gpu.gres has nothing to hold against the stand-in's one GPU.
     std::fs::write(
         &cfg,
         format!(
-            "slurm_conf = \"{d}/absent-slurm.conf\"\n[gpu]\nnvml_library = \"{}\"\nnvml_lock = \"{d}/nvml.lock\"\n",
-            lib.display(),
-            d = dir.display()
+            "slurm_conf = \"{}/absent-slurm.conf\"\n{}",
+            dir.display(),
+            common::standin_nvml(&dir)
         ),
     )
     .unwrap();

@@ -590,7 +590,38 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
             .map(Outcome::ok),
         ),
     }
+    // Where NVML should have answered and did not (wedged, or unusable on a node with NVIDIA GPUs),
+    // the checks that read it cannot judge: UNKNOWN, never OK, so `launchguard health` keeps a drain
+    // an earlier NVML answer set (an ECC or row-remap drain must not lift because the GPU then
+    // wedged). `node.gpu.nvml` carries the reason; `gres` keeps its own verdicts on AutoDetect.
+    if let Some(why) = nvml_silent(f, driver_there) {
+        for o in out.iter_mut() {
+            let reads_nvml = !matches!(o.id, "node.gpu.nvml" | "node.gpu.xid");
+            let keep = o.id == "node.gpu.gres"
+                && (o.status == Status::Critical
+                    || !f.slurm.as_ref().is_some_and(|s| s.gres_gpus > 0));
+            if reads_nvml && !keep {
+                *o = Outcome::unknown(o.id, why.clone());
+            }
+        }
+    }
     out
+}
+
+/// Why NVML gave no answer where it should have (`None` when it answered or was rightly not asked).
+fn nvml_silent(f: &GpuFacts, driver_there: bool) -> Option<String> {
+    match &f.nvml {
+        Nvml::TimedOut(s) => Some(format!(
+            "NVML did not answer within {s} s, so the GPUs' state is not known (node.gpu.nvml)"
+        )),
+        Nvml::Stuck(e) => Some(format!(
+            "NVML not asked ({e}), so the GPUs' state is not known (node.gpu.nvml)"
+        )),
+        Nvml::Unavailable(e) if driver_there => Some(format!(
+            "NVML cannot be used ({e}), so the GPUs' state is not known (node.gpu.nvml)"
+        )),
+        _ => None,
+    }
 }
 
 /// The GPU indices of `gpus` for which `pick` holds, as `0,3`.
@@ -1300,9 +1331,9 @@ mod tests {
             "{}",
             o.fix
         );
-        // No NVML: nothing judged.
+        // NVML wedged: not known, so UNKNOWN (never OK).
         f.nvml = Nvml::TimedOut(5);
-        assert_eq!(status(&f, "node.gpu.persistence"), Status::Ok);
+        assert_eq!(status(&f, "node.gpu.persistence"), Status::Unknown);
     }
 
     #[test]
@@ -1389,6 +1420,22 @@ mod tests {
         f.nvml = Nvml::TimedOut(5);
         assert_eq!(status(&f, "node.gpu.nvml"), Status::Unknown);
         assert!(matches!(mnnvl(&f), Mnnvl::Unknown(_)));
+        // Wedged where GPUs are: every check that reads NVML is UNKNOWN (health keeps its drain),
+        // not OK; the kernel log's check still judges.
+        f.pci = vec!["0000:18:00.0".into()];
+        let o = judge(&f);
+        for o in &o {
+            // gres: no slurm.conf line here, nothing it needs NVML for.
+            let want = if o.id == "node.gpu.xid" || o.id == "node.gpu.gres" {
+                Status::Ok
+            } else {
+                Status::Unknown
+            };
+            assert_eq!(o.status, want, "{o:?}");
+        }
+        f.nvml = Nvml::Unavailable("Driver/library version mismatch".into());
+        assert_eq!(status(&f, "node.gpu.row_remap"), Status::Unknown);
+        assert_eq!(status(&f, "node.gpu.nvml"), Status::Warning);
         f.nvml = Nvml::Stuck("launchguard process 77 holds /run/launchguard/nvml.lock".into());
         let o = judge(&f);
         assert_eq!(o[0].status, Status::Unknown);
