@@ -599,7 +599,7 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
             let reads_nvml = !matches!(o.id, "node.gpu.nvml" | "node.gpu.xid");
             let keep = o.id == "node.gpu.gres"
                 && (o.status == Status::Critical
-                    || !f.slurm.as_ref().is_some_and(|s| s.gres_gpus > 0));
+                    || f.slurm.as_ref().map_or(0, |s| s.gres_gpus) == 0);
             if reads_nvml && !keep {
                 *o = Outcome::unknown(o.id, why.clone());
             }
