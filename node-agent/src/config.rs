@@ -66,6 +66,32 @@ pub struct Config {
     pub reports: Reports,
     /// `launchguard health`.
     pub health: Health,
+    /// The GPU checks' NVML.
+    pub gpu: Gpu,
+}
+
+/// `[gpu]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Gpu {
+    /// NVML's library (default: `libnvidia-ml.so.1` from the dynamic loader's search path, asked
+    /// only where an NVIDIA device or driver shows). When set, that file is loaded and asked on every
+    /// run, devices seen or not (a driver container's `/run/nvidia/driver/usr/lib/…`).
+    pub nvml_library: Option<PathBuf>,
+    /// The lock every root launchguard process takes around its NVML calls (default
+    /// `/run/launchguard/nvml.lock`), so a process stuck in NVML on a wedged GPU makes the next
+    /// ones (each `launchguard health` is a new process) report UNKNOWN instead of wedging too.
+    /// Taken only where the process can create or write it.
+    pub nvml_lock: PathBuf,
+}
+
+impl Default for Gpu {
+    fn default() -> Self {
+        Gpu {
+            nvml_library: None,
+            nvml_lock: "/run/launchguard/nvml.lock".into(),
+        }
+    }
 }
 
 /// `[munge]`.
@@ -146,6 +172,7 @@ impl Default for Config {
             nccl_env: NcclEnv::default(),
             reports: Reports::default(),
             health: Health::default(),
+            gpu: Gpu::default(),
         }
     }
 }
@@ -279,6 +306,7 @@ impl Config {
             ("munge.pid_file", &c.munge.pid_file),
             ("enroot.conf", &c.enroot.conf),
             ("nccl_env.rules", &c.nccl_env.rules),
+            ("gpu.nvml_lock", &c.gpu.nvml_lock),
         ] {
             if !p.is_absolute() {
                 return bad(&format!(
@@ -286,6 +314,13 @@ impl Config {
                     p.display()
                 ));
             }
+        }
+        if c.gpu
+            .nvml_library
+            .as_ref()
+            .is_some_and(|p| !p.is_absolute())
+        {
+            return bad("gpu.nvml_library must be an absolute path (a file name alone would be looked up in the loader's search path, which is the default)");
         }
         if !["auto", "efa", "ib"].contains(&c.nccl_env.fabric.as_str()) {
             return bad("nccl_env.fabric must be auto, efa or ib");

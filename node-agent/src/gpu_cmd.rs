@@ -15,12 +15,20 @@ pub struct Args {
     /// Print the facts as one JSON object (GpuFacts: nvml, pci, proc_gpus) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Config file, for its `[gpu]` (default /etc/launchguard/launchguard.toml; missing there =
+    /// defaults).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// `launchguard gpu`. Exit codes: 0 NVML answered or there is no NVIDIA GPU, 3 NVML unusable or
 /// timed out where GPUs are.
 pub fn run(a: &Args) -> ExitCode {
-    let f = gather_at(&Roots::system(), &NvmlSource::System);
+    let cfg = match crate::check_cmd::load_config(a.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let f = gather_at(&Roots::system(), &NvmlSource::from_config(&cfg.gpu));
     let code = match f.nvml {
         Nvml::Read { .. } | Nvml::NotAsked => 0,
         _ => 3,
@@ -35,6 +43,7 @@ pub fn run(a: &Args) -> ExitCode {
         }
         Nvml::Unavailable(e) => println!("NVML unavailable: {e}"),
         Nvml::TimedOut(s) => println!("NVML did not answer within {s} s"),
+        Nvml::Stuck(e) => println!("NVML not asked: {e}"),
         Nvml::Read {
             driver_version,
             cuda_driver_version,
@@ -66,6 +75,31 @@ pub fn run(a: &Args) -> ExitCode {
                 println!(
                     "  {} {} {} {} {fabric}",
                     g.index, g.pci_bus_id, g.name, g.uuid
+                );
+                let yes_no = |b: Option<bool>, yes: &str, no: &str| match b {
+                    Some(true) => yes.to_string(),
+                    Some(false) => no.to_string(),
+                    None => "n/a".to_string(),
+                };
+                println!(
+                    "    persistence {}, ECC uncorrectable {}, row remap {}, retired pages pending {}, PCIe {}, NVLink {}",
+                    yes_no(g.persistence, "on", "off"),
+                    g.ecc_uncorrected.map_or("n/a".into(), |n| n.to_string()),
+                    g.row_remap.map_or("n/a".into(), |r| format!(
+                        "{} correctable/{} uncorrectable rows{}{}",
+                        r.correctable,
+                        r.uncorrectable,
+                        if r.pending { ", PENDING" } else { "" },
+                        if r.failed { ", FAILED" } else { "" }
+                    )),
+                    yes_no(g.retired_pages_pending, "YES", "no"),
+                    g.pcie_width
+                        .map_or("n/a".into(), |(c, m)| format!("x{c} of x{m}")),
+                    g.nvlink.as_ref().map_or("none".into(), |l| format!(
+                        "{}/{} active",
+                        l.active(),
+                        l.links
+                    )),
                 );
             }
         }

@@ -5,6 +5,9 @@
 use crate::gather::nofollow::{self, WalkError};
 use crate::registry::NodeReport;
 use crate::reports::Counters;
+use launchguard_core::node::gpu::{
+    sysfs_bus_id, xid_fault, FabricState, Gpu, GpuFacts, KernelLog, Nvml,
+};
 use std::fmt::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -15,8 +18,9 @@ fn esc(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The exposition text for the last check run and the report counters.
-pub fn render(rep: Option<&NodeReport>, counters: &Counters) -> String {
+/// The exposition text for the last check run, the report counters and the GPUs' last facts
+/// ([`gpu_metrics`]).
+pub fn render(rep: Option<&NodeReport>, counters: &Counters, gpus: Option<&GpuFacts>) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# HELP launchguard_check_status Node check status: 0 ok, 1 warning, 2 critical, 3 unknown.");
     let _ = writeln!(o, "# TYPE launchguard_check_status gauge");
@@ -65,7 +69,166 @@ pub fn render(rep: Option<&NodeReport>, counters: &Counters) -> String {
             "launchguard_reports_dropped_total{{reason=\"{reason}\"}} {n}"
         );
     }
+    if let Some(f) = gpus {
+        gpu_metrics(&mut o, f);
+    }
     o
+}
+
+/// Per-GPU series from the last GPU facts NVML gave (none when NVML was not asked, unusable or
+/// timed out: `launchguard_check_status{check="node.gpu.nvml"}` says why). Every series carries
+/// `gpu` (NVML's index, as `nvidia-smi` numbers them) and `uuid`; a value NVML does not give for a
+/// GPU (retired pages on Hopper, NVLink on PCIe cards) has no series.
+pub fn gpu_metrics(o: &mut String, f: &GpuFacts) {
+    let Nvml::Read { gpus, .. } = &f.nvml else {
+        return;
+    };
+    if gpus.is_empty() {
+        return;
+    }
+    let id = |g: &Gpu| format!("gpu=\"{}\",uuid=\"{}\"", g.index, esc(&g.uuid));
+    let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, u64)>| {
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "# HELP {name} {help}");
+        let _ = writeln!(o, "# TYPE {name} {kind}");
+        for (labels, v) in rows {
+            let _ = writeln!(o, "{name}{{{labels}}} {v}");
+        }
+    };
+    let per = |val: &dyn Fn(&Gpu) -> Option<u64>| -> Vec<(String, u64)> {
+        gpus.iter().filter_map(|g| Some((id(g), val(g)?))).collect()
+    };
+    family(
+        "launchguard_gpu_info",
+        "gauge",
+        "One series per GPU NVML lists (value 1): its name and PCI bus ID.",
+        gpus.iter()
+            .map(|g| {
+                (
+                    format!(
+                        "{},name=\"{}\",pci_bus_id=\"{}\"",
+                        id(g),
+                        esc(&g.name),
+                        esc(&g.pci_bus_id)
+                    ),
+                    1,
+                )
+            })
+            .collect(),
+    );
+    family(
+        "launchguard_gpu_ecc_uncorrected_errors_total",
+        "counter",
+        "Uncorrectable ECC errors since the driver loaded (NVML's volatile counter).",
+        per(&|g| g.ecc_uncorrected),
+    );
+    family(
+        "launchguard_gpu_row_remap_pending",
+        "gauge",
+        "1 when a row remap waits for a GPU reset (node.gpu.row_remap).",
+        per(&|g| g.row_remap.map(|r| u64::from(r.pending))),
+    );
+    family(
+        "launchguard_gpu_row_remap_failed",
+        "gauge",
+        "1 when a row remap failed (node.gpu.row_remap).",
+        per(&|g| g.row_remap.map(|r| u64::from(r.failed))),
+    );
+    family(
+        "launchguard_gpu_remapped_rows",
+        "gauge",
+        "Memory rows remapped, by the kind of error that caused it.",
+        gpus.iter()
+            .filter_map(|g| Some((g, g.row_remap?)))
+            .flat_map(|(g, r)| {
+                [
+                    (
+                        format!("{},cause=\"correctable\"", id(g)),
+                        u64::from(r.correctable),
+                    ),
+                    (
+                        format!("{},cause=\"uncorrectable\"", id(g)),
+                        u64::from(r.uncorrectable),
+                    ),
+                ]
+            })
+            .collect(),
+    );
+    family(
+        "launchguard_gpu_retired_pages_pending",
+        "gauge",
+        "1 when memory pages wait for retirement at the next driver load (node.gpu.retired_pages).",
+        per(&|g| g.retired_pages_pending.map(u64::from)),
+    );
+    family(
+        "launchguard_gpu_persistence_mode",
+        "gauge",
+        "1 when persistence mode is on (node.gpu.persistence).",
+        per(&|g| g.persistence.map(u64::from)),
+    );
+    family(
+        "launchguard_gpu_pcie_link_width",
+        "gauge",
+        "PCIe link width in lanes now (node.gpu.pcie).",
+        per(&|g| g.pcie_width.map(|(c, _)| u64::from(c))),
+    );
+    family(
+        "launchguard_gpu_pcie_link_width_max",
+        "gauge",
+        "The PCIe link's maximum width in lanes.",
+        per(&|g| g.pcie_width.map(|(_, m)| u64::from(m))),
+    );
+    family(
+        "launchguard_gpu_nvlink_links",
+        "gauge",
+        "NVLink links NVML answers for, by state (node.gpu.nvlink).",
+        gpus.iter()
+            .filter_map(|g| Some((g, g.nvlink.as_ref()?)))
+            .flat_map(|(g, l)| {
+                [
+                    (format!("{},state=\"active\"", id(g)), u64::from(l.active())),
+                    (format!("{},state=\"inactive\"", id(g)), l.down.len() as u64),
+                ]
+            })
+            .collect(),
+    );
+    family(
+        "launchguard_gpu_fabric_state",
+        "gauge",
+        "NVLink fabric registration (nvmlGpuFabricState_t): 0 not supported, 1 not started, 2 in progress, 3 completed (node.gpu.fabric).",
+        per(&|g| {
+            g.fabric.as_ref().ok().map(|i| match i.state {
+                FabricState::NotSupported => 0,
+                FabricState::NotStarted => 1,
+                FabricState::InProgress => 2,
+                FabricState::Completed => 3,
+            })
+        }),
+    );
+    // Node-fault Xid records of this boot per GPU and code (the kernel log names the GPU by bus).
+    if let KernelLog::Read { xids, .. } = &f.kernel {
+        let mut rows: std::collections::BTreeMap<(u32, u32), (String, u64)> = Default::default();
+        for x in xids.iter().filter(|x| xid_fault(x.code).is_some()) {
+            let bus = x.bus.to_ascii_lowercase();
+            let Some(g) = gpus
+                .iter()
+                .find(|g| sysfs_bus_id(&g.pci_bus_id).starts_with(&bus))
+            else {
+                continue;
+            };
+            rows.entry((g.index, x.code))
+                .or_insert_with(|| (format!("{},code=\"{}\"", id(g), x.code), 0))
+                .1 += 1;
+        }
+        family(
+            "launchguard_gpu_xid_records_total",
+            "counter",
+            "Kernel log records of this boot with an Xid that NVIDIA classes as a GPU, memory, link or firmware fault (node.gpu.xid), by code.",
+            rows.into_values().collect(),
+        );
+    }
 }
 
 /// Writes `text` to `path` atomically; does nothing when `path` is empty or its directory is absent.
@@ -220,7 +383,54 @@ mod tests {
             }],
             facts: Default::default(),
         };
-        render(Some(&rep), &Counters::default())
+        render(Some(&rep), &Counters::default(), Some(&gpu_sample()))
+    }
+
+    /// The real H200's facts (node-agent/tests/fixtures/h200/gpu.json) with an Xid 79 on its bus.
+    fn gpu_sample() -> GpuFacts {
+        let mut f: GpuFacts =
+            serde_json::from_str(include_str!("../tests/fixtures/h200/gpu.json")).unwrap();
+        f.kernel = KernelLog::Read {
+            uptime_s: 100,
+            xids: vec![launchguard_core::node::gpu::XidEvent {
+                usec: 50_000_000,
+                bus: "0000:00:06".into(),
+                code: 79,
+                text: "GPU has fallen off the bus.".into(),
+            }],
+        };
+        f
+    }
+
+    /// Per-GPU series: index and UUID labels on each, what NVML did not give left out.
+    #[test]
+    fn each_gpu_has_its_own_series() {
+        let text = sample();
+        let u = "gpu=\"0\",uuid=\"GPU-154fba30-3c51-e906-5c06-b4031be5b289\"";
+        for line in [
+            format!("launchguard_gpu_info{{{u},name=\"NVIDIA H200\",pci_bus_id=\"00000000:00:06.0\"}} 1"),
+            format!("launchguard_gpu_ecc_uncorrected_errors_total{{{u}}} 0"),
+            format!("launchguard_gpu_row_remap_pending{{{u}}} 0"),
+            format!("launchguard_gpu_remapped_rows{{{u},cause=\"correctable\"}} 46"),
+            format!("launchguard_gpu_persistence_mode{{{u}}} 1"),
+            format!("launchguard_gpu_pcie_link_width{{{u}}} 16"),
+            format!("launchguard_gpu_fabric_state{{{u}}} 0"),
+            format!("launchguard_gpu_xid_records_total{{{u},code=\"79\"}} 1"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
+        }
+        // Not given by NVML on the H200: no series.
+        assert!(
+            !text.contains("launchguard_gpu_retired_pages_pending"),
+            "{text}"
+        );
+        assert!(!text.contains("launchguard_gpu_nvlink_links"), "{text}");
+        // NVML timed out: no per-GPU series at all.
+        let mut f = gpu_sample();
+        f.nvml = Nvml::TimedOut(5);
+        let mut o = String::new();
+        gpu_metrics(&mut o, &f);
+        assert_eq!(o, "");
     }
 
     /// Every metric the alerting rules use is one the agent writes, with the labels and label
@@ -274,7 +484,7 @@ mod tests {
             );
             n += 1;
         }
-        assert_eq!(n, 6, "{text}");
+        assert_eq!(n, 16, "{text}");
         let label = regex::Regex::new(r"\{([a-z_]+)=").unwrap();
         for c in label.captures_iter(&text) {
             assert!(!c[1].starts_with("__"), "{}", &c[1]);

@@ -297,6 +297,15 @@ impl Runner {
         pick && !self.ctx.cfg.is_disabled(id)
     }
 
+    /// The GPU facts the last check run gathered (`None` before any run that asked for them).
+    pub fn gpu_facts(&self) -> Option<launchguard_core::node::gpu::GpuFacts> {
+        self.ctx
+            .gpu_last
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     /// Whether a check run is going on now.
     pub fn busy(&self) -> bool {
         self.one_at_a_time.try_lock().is_err()

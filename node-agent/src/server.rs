@@ -200,7 +200,8 @@ impl Shared {
             &mut self.prev.lock().unwrap_or_else(|e| e.into_inner()),
             &rep,
         );
-        let text = crate::metrics::render(Some(&rep), &self.reports.counters);
+        let gpus = self.runner().gpu_facts();
+        let text = crate::metrics::render(Some(&rep), &self.reports.counters, gpus.as_ref());
         *self.last_check.lock().unwrap_or_else(|e| e.into_inner()) = Some(rep);
         let path = self
             .textfile

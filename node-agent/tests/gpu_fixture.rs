@@ -91,6 +91,7 @@ fn the_real_h200_passes_the_gpu_and_imex_checks() {
         .starts_with("not judged: not a multi-node NVLink node"));
     let facts: Vec<_> = gpu::facts(&f);
     assert!(facts.contains(&("gpu_driver_version", "580.159.04".into())));
+    assert!(facts.contains(&("gpu_nvlink", "none".into())));
     assert!(facts.contains(&("gpu_count", "1 NVIDIA H200".into())));
     assert!(facts.contains(&("gpu_nvlink_domain", "none".into())));
 }
@@ -147,4 +148,136 @@ fn a_gpu_the_driver_lost_shows_against_the_pci_bus() {
     let bad = not_ok(&gpu::judge(&f));
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].starts_with("launchguard: node.gpu.count: 2 NVIDIA GPU(s) on the PCI bus but the driver lists 1: missing 0000:00:07.0; "), "{}", bad[0]);
+}
+
+/// The H200's facts with one GPU edited (a fault the real GPU does not have), judged on the tree.
+fn judged_with(name: &str, edit: impl FnOnce(&mut gpu::Gpu)) -> Vec<String> {
+    let (t, mut canned) = h200_tree(name);
+    if let Nvml::Read { gpus, .. } = &mut canned.nvml {
+        edit(&mut gpus[0]);
+    }
+    let f = gather_at(&Roots::under(&t.0), &NvmlSource::Canned(canned.nvml));
+    not_ok(&gpu::judge(&f))
+}
+
+#[test]
+fn the_real_h200s_memory_persistence_and_nvlink_facts_are_what_nvidia_smi_said() {
+    // nvidia-smi -q on the same machine: Persistence Mode Enabled; Remapped Rows: Correctable
+    // Error 46, Uncorrectable Error 0, Pending No, Remapping Failure Occurred No; Retired Pages N/A
+    // (Hopper remaps rows instead); `nvidia-smi nvlink -s` printed nothing (the VM's GPU has no
+    // NVLink NVML answers for).
+    let (_t, canned) = h200_tree("mem");
+    let Nvml::Read { gpus, .. } = &canned.nvml else {
+        panic!("{:?}", canned.nvml)
+    };
+    let g = &gpus[0];
+    assert_eq!(g.persistence, Some(true));
+    assert_eq!(
+        g.row_remap,
+        Some(gpu::RowRemap {
+            correctable: 46,
+            uncorrectable: 0,
+            pending: false,
+            failed: false
+        })
+    );
+    assert_eq!(g.retired_pages_pending, None);
+    assert_eq!(g.nvlink, None);
+    assert!(gpu::facts(&canned).contains(&("gpu_nvlink", "none".into())));
+}
+
+#[test]
+fn persistence_mode_off_on_the_h200_is_a_warning() {
+    let bad = judged_with("pm", |g| g.persistence = Some(false));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].starts_with(
+            "launchguard: node.gpu.persistence: persistence mode is off on GPU(s) 0 of 1; "
+        ),
+        "{}",
+        bad[0]
+    );
+    assert!(bad[0].contains("systemctl enable --now nvidia-persistenced"));
+}
+
+#[test]
+fn a_pending_row_remap_on_the_h200_is_critical_and_asks_for_a_reset() {
+    let bad = judged_with("remap", |g| {
+        g.row_remap = Some(gpu::RowRemap {
+            correctable: 46,
+            uncorrectable: 1,
+            pending: true,
+            failed: false,
+        })
+    });
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].starts_with(
+            "launchguard: node.gpu.row_remap: a memory row remap is pending on GPU(s) 0; "
+        ),
+        "{}",
+        bad[0]
+    );
+    assert!(bad[0].contains("nvidia-smi -r -i 0"), "{}", bad[0]);
+}
+
+#[test]
+fn a_failed_row_remap_on_the_h200_is_critical_and_asks_for_service() {
+    let bad = judged_with("remapfail", |g| {
+        g.row_remap = Some(gpu::RowRemap {
+            correctable: 46,
+            uncorrectable: 3,
+            pending: false,
+            failed: true,
+        })
+    });
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].starts_with("launchguard: node.gpu.row_remap: row remapping failed on GPU(s) 0; "),
+        "{}",
+        bad[0]
+    );
+    assert!(bad[0].contains("serviced"), "{}", bad[0]);
+}
+
+#[test]
+fn pages_pending_retirement_are_critical() {
+    let bad = judged_with("retire", |g| g.retired_pages_pending = Some(true));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("launchguard: node.gpu.retired_pages: memory pages are pending retirement on GPU(s) 0; "), "{}", bad[0]);
+}
+
+#[test]
+fn nvlink_links_down_on_an_eight_gpu_board_are_named() {
+    // The H200 as an 8-GPU HGX board (canned): 18 links each, GPU 5 with links 3 and 11 down.
+    let (t, mut canned) = h200_tree("nvl");
+    if let Nvml::Read { gpus, .. } = &mut canned.nvml {
+        let g0 = gpus[0].clone();
+        gpus.clear();
+        for i in 0..8u32 {
+            let mut g = g0.clone();
+            g.index = i;
+            g.pci_bus_id = format!("00000000:00:{:02X}.0", 6 + i);
+            g.nvlink = Some(gpu::NvLinks {
+                links: 18,
+                down: if i == 5 { vec![3, 11] } else { vec![] },
+            });
+            gpus.push(g);
+        }
+    }
+    for i in 1..8u32 {
+        pci_gpu(&t.0, &format!("0000:00:{:02x}.0", 6 + i));
+    }
+    let f = gather_at(&Roots::under(&t.0), &NvmlSource::Canned(canned.nvml));
+    let bad = not_ok(&gpu::judge(&f));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("launchguard: node.gpu.nvlink: NVLink links down: GPU 5 16/18 active (down: 3,11), while other GPUs of this node have 18 active; "), "{}", bad[0]);
+    assert_eq!(
+        gpu::judge(&f)
+            .iter()
+            .find(|o| o.id == "node.gpu.nvlink")
+            .unwrap()
+            .status,
+        Status::Warning
+    );
 }

@@ -108,3 +108,57 @@ fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
     assert_eq!(o.code, 3, "{o:?}");
     assert!(!state().0.contains("DRAIN"), "{:?}", state());
 }
+
+/// Issue 32: a CRITICAL GPU finding drains with an NHC-style reason naming the check and the GPU,
+/// a wedged NVML (UNKNOWN) keeps the drain without deepening it, a WARNING (persistence off) does
+/// not drain, and the healthy GPU resumes the node. NVML is the stand-in library (this machine has
+/// no NVIDIA GPU) answering with a pending row remap, never returning, or healthy.
+#[test]
+fn health_drains_on_a_critical_gpu_finding_and_resumes_when_the_gpu_is_healthy() {
+    let _g = launchguard_tests::lock();
+    let _r = ResumeOnDrop;
+    if state().0.contains("DRAIN") {
+        resume();
+    }
+    let d = scratch("health-gpu");
+    let cfg = config(
+        &d,
+        &format!(
+            "disabled = [\"node.munge\", \"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.memlock\", \"node.enroot\", \"node.plugstack\", \"node.nccl_env\", \"node.devices\", \"node.imex\"]\nslurm_conf = \"{}\"\n{}",
+            d.join("absent-slurm.conf").display(),
+            standin_nvml(&d)
+        ),
+    );
+    let o = lg_standin("pm_off", &["health", "--config", &cfg]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(
+        !state().0.contains("DRAIN"),
+        "drained on a WARNING: {:?}",
+        state()
+    );
+
+    let o = lg_standin("remap_pending", &["health", "--config", &cfg]);
+    assert_eq!(o.code, 2, "{o:?}");
+    let (st, reason) = state();
+    assert!(st.contains("DRAIN"), "{st} {o:?}");
+    assert!(
+        reason.starts_with(
+            "launchguard: node.gpu.row_remap: a memory row remap is pending on GPU(s) 0"
+        ),
+        "{reason}"
+    );
+
+    // NVML wedged: UNKNOWN, the drain stays, health returns.
+    let o = lg_standin("block", &["health", "--config", &cfg]);
+    assert_eq!(o.code, 3, "{o:?}");
+    assert!(
+        state().0.contains("DRAIN"),
+        "resumed on UNKNOWN: {:?}",
+        state()
+    );
+
+    let o = lg_standin("healthy", &["health", "--config", &cfg]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stdout.contains("resume"), "{o:?}");
+    assert!(!state().0.contains("DRAIN"), "{:?}", state());
+}

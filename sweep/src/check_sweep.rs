@@ -778,7 +778,8 @@ pub fn assemble(
         })
         .collect();
     let divergences = compare::compare(&reports);
-    let cluster_findings = compare::findings(&divergences);
+    let mut cluster_findings = compare::findings(&divergences);
+    cluster_findings.extend(compare::nvlink_cliques(&reports));
     let status = finding::worst(
         nodes
             .iter()
@@ -795,6 +796,42 @@ pub fn assemble(
         steps,
         duration_ms: elapsed.as_secs_f64() * 1000.0,
     }
+}
+
+/// The GPU facts of the nodes that report GPUs (`gpu_count` other than `0`), one line each: count
+/// and model, driver, CUDA driver, NVLink links and multi-node NVLink domain (`<cluster
+/// uuid>/<clique>`); empty when no node has a GPU.
+pub fn gpu_table(r: &SweepReport) -> String {
+    let rows: Vec<(&str, &NodeReport)> = r
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.result {
+            NodeResult::Report(rep) => Some((n.node.as_str(), rep)),
+            _ => None,
+        })
+        .filter(|(_, rep)| rep.facts.get("gpu_count").is_some_and(|c| c != "0"))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(4).max(4);
+    let fact = |rep: &NodeReport, k: &str| rep.facts.get(k).cloned().unwrap_or_else(|| "-".into());
+    let mut s = String::from("\nGPUs (NVML):\n");
+    s.push_str(&format!(
+        "{:w$}  {:20}  {:12}  {:6}  {:24}  NVLINK DOMAIN\n",
+        "NODE", "GPUS", "DRIVER", "CUDA", "NVLINK"
+    ));
+    for (node, rep) in rows {
+        s.push_str(&format!(
+            "{node:w$}  {:20}  {:12}  {:6}  {:24}  {}\n",
+            fact(rep, "gpu_count"),
+            fact(rep, "gpu_driver_version"),
+            fact(rep, "gpu_cuda_driver_version"),
+            fact(rep, "gpu_nvlink"),
+            fact(rep, "gpu_nvlink_domain")
+        ));
+    }
+    s
 }
 
 /// The readable report: one table of nodes and their findings, one of cluster-wide values.
@@ -841,6 +878,7 @@ pub fn render(r: &SweepReport) -> String {
             s.push_str(&format!("{node:w$}  {st:11}  {f}\n"));
         }
     }
+    s.push_str(&gpu_table(r));
     s.push_str("\nmust be identical on every node:\n");
     let fw = RULES.iter().map(|r| r.fact.len()).max().unwrap_or(4);
     s.push_str(&format!(
@@ -911,6 +949,46 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// Issue 32: the GPU facts of each GPU node in one table, and a node in another clique of the
+    /// same NVLink domain named as a cluster finding; CPU nodes are not in the GPU table.
+    #[test]
+    fn gpu_nodes_facts_are_shown_and_a_split_nvlink_domain_is_named() {
+        let gpu = |n: &str, clique: u32| {
+            canned(n, "sha256:k1", "").replace(
+                r#""launchguard_version":"0.1.0"}}"#,
+                &format!(
+                    r#""launchguard_version":"0.1.0","gpu_count":"4 NVIDIA GB300","gpu_driver_version":"580.159.04","gpu_cuda_driver_version":"13.0","gpu_nvlink":"active/links 0:18/18 1:18/18 2:18/18 3:18/18","gpu_nvlink_domain":"5f1e2d3c4b5a69788796a5b4c3d2e1f0/{clique}"}}}}"#
+                ),
+            )
+        };
+        let scope: Vec<String> = ["gb-1", "gb-2", "gb-3", "cpu-1"].map(String::from).to_vec();
+        let r = assemble(
+            &scope,
+            results(&[
+                ("gb-1", gpu("gb-1", 3)),
+                ("gb-2", gpu("gb-2", 3)),
+                ("gb-3", gpu("gb-3", 5)),
+                ("cpu-1", canned("cpu-1", "sha256:k1", "")),
+            ]),
+            |_| None,
+            1,
+            Duration::from_millis(500),
+        );
+        let t = render(&r);
+        assert!(t.contains("GPUs (NVML):\n"), "{t}");
+        assert!(
+            t.contains("gb-3  4 NVIDIA GB300        580.159.04    13.0    active/links 0:18/18 1:18/18 2:18/18 3:18/18  5f1e2d3c4b5a69788796a5b4c3d2e1f0/5"),
+            "{t}"
+        );
+        assert!(!t.contains("cpu-1  0"), "{t}");
+        assert_eq!(r.cluster_findings.len(), 1, "{:?}", r.cluster_findings);
+        assert_eq!(r.cluster_findings[0].nodes, vec!["gb-3"]);
+        assert!(r.cluster_findings[0]
+            .line
+            .contains("clique 5 on gb-3, while 2 node(s) are in clique 3"));
+        assert_eq!(r.status, Severity::Warning);
     }
 
     #[test]

@@ -149,6 +149,72 @@ pub fn compare(reports: &[NodeReport]) -> Vec<Divergence> {
     out
 }
 
+/// `cluster.gpu_nvlink_clique`: the nodes whose GPUs registered into one multi-node NVLink domain
+/// (the same cluster UUID in the fact `gpu_nvlink_domain`, `<cluster uuid>/<clique id>`) should be in
+/// one clique. NCCL joins GPUs over multi-node NVLink only within one cluster UUID and clique (NCCL
+/// source, `mnnvl.cc`; NVML's `nvmlGpuFabricInfo_t`), so a job spanning two cliques runs its
+/// collectives over the network at a fraction of NVLink's bandwidth. The clique most nodes of the
+/// domain hold is the expected one; the others are named (a WARNING: NVLink partitions split a
+/// domain on purpose, and then Slurm's topology blocks should follow them). Nodes reporting no
+/// domain (`none`, `pending (…)`, `unknown…`) are not compared here: `node.gpu.fabric` judges them.
+pub fn nvlink_cliques(reports: &[NodeReport]) -> Vec<Finding> {
+    let mut domains: BTreeMap<&str, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
+    for r in reports {
+        let Some((uuid, clique)) = r
+            .facts
+            .get("gpu_nvlink_domain")
+            .and_then(|v| v.split_once('/'))
+            .filter(|(u, c)| {
+                u.len() == 32 && u.bytes().all(|b| b.is_ascii_hexdigit()) && !c.is_empty()
+            })
+        else {
+            continue;
+        };
+        domains
+            .entry(uuid)
+            .or_default()
+            .entry(clique)
+            .or_default()
+            .push(r.node.clone());
+    }
+    let mut out = vec![];
+    for (uuid, cliques) in domains {
+        if cliques.len() < 2 {
+            continue;
+        }
+        let mut groups: Vec<(&str, Vec<String>)> = cliques.into_iter().collect();
+        groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        let majority = groups[0].1.len() > groups[1].1.len();
+        let (expected, odd) = if majority {
+            (Some(groups.remove(0)), groups)
+        } else {
+            (None, groups)
+        };
+        let nodes: Vec<String> = odd.iter().flat_map(|(_, n)| n.clone()).collect();
+        let listed = odd
+            .iter()
+            .map(|(c, n)| format!("clique {c} on {}", n.join(",")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let what = match &expected {
+            Some((c, n)) => format!(
+                "NVLink domain {uuid} is split: {listed}, while {} node(s) are in clique {c}",
+                n.len()
+            ),
+            None => format!("NVLink domain {uuid} is split with no majority clique: {listed}"),
+        };
+        out.push(Finding::new(
+            "cluster.gpu_nvlink_clique",
+            Severity::Warning,
+            nodes,
+            &what,
+            "NCCL uses multi-node NVLink only between GPUs of one clique: a job spanning these nodes runs its collectives over the network at a fraction of NVLink bandwidth, with no error",
+            "if the split is not an NVLink partition you made, check the NVLink switch trays and nvidia-imex/Fabric Manager on the odd nodes (nvidia-smi -q | grep -A4 Fabric shows ClusterUUID and CliqueId) and re-register them (reboot or reset their GPUs); if it is, make Slurm's topology blocks (topology.conf BlockName=) follow the cliques",
+        ));
+    }
+    out
+}
+
 /// Shortens a digest for tables and messages (`sha256:0123456789ab`).
 pub fn short(v: &str) -> String {
     match v.split_once(':') {
@@ -224,6 +290,38 @@ mod tests {
                 .collect(),
             duration_ms: None,
         }
+    }
+
+    const U1: &str = "5f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    const U2: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn nodes_of_one_nvlink_domain_in_another_clique_are_named() {
+        let dom = |u: &str, c: u32| format!("{u}/{c}");
+        let (a, b) = (dom(U1, 3), dom(U1, 4));
+        let reps = vec![
+            node("nvl-01", &[("gpu_nvlink_domain", &a)]),
+            node("nvl-02", &[("gpu_nvlink_domain", &a)]),
+            node("nvl-03", &[("gpu_nvlink_domain", &a)]),
+            node("nvl-04", &[("gpu_nvlink_domain", &b)]),
+            // Another rack (domain): its own clique is no disagreement.
+            node("nvl-20", &[("gpu_nvlink_domain", &dom(U2, 9))]),
+            // No domain: judged on the node (node.gpu.fabric), not here.
+            node("h200-1", &[("gpu_nvlink_domain", "none")]),
+            node("gb-9", &[("gpu_nvlink_domain", "pending (in progress)")]),
+        ];
+        let f = nvlink_cliques(&reps);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].id, "cluster.gpu_nvlink_clique");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(f[0].nodes, vec!["nvl-04"]);
+        assert!(
+            f[0].line.starts_with(&format!("launchguard: cluster.gpu_nvlink_clique: NVLink domain {U1} is split: clique 4 on nvl-04, while 3 node(s) are in clique 3; ")),
+            "{}",
+            f[0].line
+        );
+        // All in one clique: nothing.
+        assert!(nvlink_cliques(&reps[..3]).is_empty());
     }
 
     #[test]

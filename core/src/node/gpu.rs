@@ -14,6 +14,18 @@
 //! - NCCL's multi-node NVLink set-up (NCCL source, `mnnvl.cc`) uses a GPU's fabric clique only when
 //!   its registration is completed and its cluster UUID is not all zeros: a zero UUID means the GPU
 //!   is in no multi-node NVLink domain. [`mnnvl`] follows the same rule.
+//! - NVIDIA, *NVML API Reference Guide*: `nvmlDeviceGetNvLinkState` (per link, `0..NVML_NVLINK_MAX_LINKS`;
+//!   a link the GPU does not have answers `NOT_SUPPORTED`), `nvmlDeviceGetRemappedRows`
+//!   (`isPending`, `failureOccurred`), `nvmlDeviceGetRetiredPagesPendingStatus`,
+//!   `nvmlDeviceGetPersistenceMode`.
+//! - NVIDIA, *GPU Memory Error Management* (A100 and later): a row remap takes effect at the next
+//!   GPU reset, so a pending remap needs a reset; a remapping failure means the GPU should be
+//!   serviced. NVIDIA, *Dynamic Page Retirement* (earlier GPUs): pages pending retirement are retired
+//!   at the next driver load (reset or reboot).
+//! - NVIDIA, *Driver Persistence*: without persistence the driver tears a GPU's state down when its
+//!   last client exits and initialises it again at the next open (seconds per job start on large
+//!   GPUs); `nvidia-persistenced` is NVIDIA's recommended way to keep it, `nvidia-smi -pm 1` the
+//!   legacy one.
 //! - The PCI IDs: vendor `0x10de` (NVIDIA), class `0x0300` (VGA) or `0x0302` (3D controller), as
 //!   `lspci` shows them; `/proc/driver/nvidia/gpus/<bus id>/` has one directory per GPU the driver
 //!   has bound.
@@ -50,7 +62,54 @@ pub const CHECKS: &[(&str, &str)] = &[
         "node.gpu.fabric",
         "on NVSwitch and multi-node NVLink systems, every GPU finished its NVLink fabric registration",
     ),
+    (
+        "node.gpu.nvlink",
+        "every GPU has as many active NVLink links as the node's best-connected GPU (not judged where no GPU has an active link: PCIe cards, a lone GPU)",
+    ),
+    (
+        "node.gpu.row_remap",
+        "no GPU has a row remap pending (it needs a GPU reset) or a row remapping failure",
+    ),
+    (
+        "node.gpu.retired_pages",
+        "no GPU has memory pages pending retirement (they need a GPU reset or reboot)",
+    ),
+    (
+        "node.gpu.persistence",
+        "every GPU is kept initialised between jobs (persistence mode, nvidia-persistenced)",
+    ),
 ];
+
+/// A GPU's NVLink links as NVML reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct NvLinks {
+    /// Links the GPU has: those `nvmlDeviceGetNvLinkState` answers for (18 on an H100/H200 SXM).
+    pub links: u32,
+    /// The link numbers NVML reports inactive.
+    pub down: Vec<u32>,
+}
+
+impl NvLinks {
+    /// Active links.
+    pub fn active(&self) -> u32 {
+        self.links.saturating_sub(self.down.len() as u32)
+    }
+}
+
+/// `nvmlDeviceGetRemappedRows` of one GPU (A100 and later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct RowRemap {
+    /// Rows remapped for correctable errors.
+    pub correctable: u32,
+    /// Rows remapped for uncorrectable errors.
+    pub uncorrectable: u32,
+    /// A remap waits for the next GPU reset.
+    pub pending: bool,
+    /// A remap failed (no spare row left in the bank).
+    pub failed: bool,
+}
 
 /// A GPU's NVLink fabric registration (`nvmlGpuFabricState_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +194,20 @@ pub struct Gpu {
     /// Whether MIG mode is on (`nvmlDeviceGetMigMode`, current); `None` where MIG is not supported.
     #[cfg_attr(feature = "serde", serde(default))]
     pub mig: Option<bool>,
+    /// NVLink links; `None` where the GPU has none NVML answers for (PCIe cards, older drivers).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub nvlink: Option<NvLinks>,
+    /// Row remapping; `None` where not supported (before A100) or NVML did not answer.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub row_remap: Option<RowRemap>,
+    /// Pages pending retirement (`nvmlDeviceGetRetiredPagesPendingStatus`); `None` where not
+    /// supported (GPUs with row remapping answer `NOT_SUPPORTED` on some drivers).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub retired_pages_pending: Option<bool>,
+    /// Persistence mode (`nvmlDeviceGetPersistenceMode`; on while `nvidia-persistenced` runs in its
+    /// default mode); `None` when NVML does not say.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub persistence: Option<bool>,
 }
 
 /// What NVML said on this node.
@@ -151,6 +224,9 @@ pub enum Nvml {
     Unavailable(String),
     /// NVML did not answer within the deadline (seconds): a wedged GPU or driver.
     TimedOut(u64),
+    /// NVML was not asked because an earlier call has not returned (the text says whose: this
+    /// process's, or another launchguard process holding the NVML lock).
+    Stuck(String),
     /// NVML answered.
     Read {
         /// `nvmlSystemGetDriverVersion`, e.g. `580.159.03`.
@@ -329,6 +405,7 @@ pub fn mnnvl(f: &GpuFacts) -> Mnnvl {
         Nvml::NotAsked => return Mnnvl::No("no NVIDIA GPU on this node".into()),
         Nvml::Unavailable(e) => return Mnnvl::Unknown(format!("NVML unavailable: {e}")),
         Nvml::TimedOut(s) => return Mnnvl::Unknown(format!("NVML did not answer within {s} s")),
+        Nvml::Stuck(e) => return Mnnvl::Unknown(format!("NVML not asked: {e}")),
     };
     if gpus.is_empty() {
         return Mnnvl::No("NVML lists no GPU".into());
@@ -401,6 +478,7 @@ fn nvml_facts(f: &GpuFacts) -> Vec<(&'static str, String)> {
                         .unwrap_or_else(|| "unknown".into()),
                 ),
                 ("gpu_count", format!("{} {}", gpus.len(), names.join("+"))),
+                ("gpu_nvlink", nvlink_summary(gpus)),
                 (
                     "gpu_nvlink_domain",
                     match mnnvl(f) {
@@ -415,6 +493,7 @@ fn nvml_facts(f: &GpuFacts) -> Vec<(&'static str, String)> {
         Nvml::NotAsked => vec![("gpu_count", "0".into())],
         Nvml::Unavailable(e) => vec![("gpu_count", format!("unknown: {e}"))],
         Nvml::TimedOut(s) => vec![("gpu_count", format!("unknown: NVML timed out after {s} s"))],
+        Nvml::Stuck(e) => vec![("gpu_count", format!("unknown: NVML not asked: {e}"))],
     }
 }
 
@@ -445,6 +524,10 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
         Nvml::TimedOut(s) => Outcome::unknown(
             "node.gpu.nvml",
             format!("NVML did not answer within {s} s (a GPU or the driver may be wedged; look for Xid lines in dmesg)"),
+        ),
+        Nvml::Stuck(e) => Outcome::unknown(
+            "node.gpu.nvml",
+            format!("NVML not asked: {e} (a GPU or the driver may be wedged; look for Xid lines in dmesg)"),
         ),
         _ => Outcome::ok("node.gpu.nvml"),
     };
@@ -489,7 +572,215 @@ pub fn judge(f: &GpuFacts) -> Vec<Outcome> {
         Nvml::Read { gpus, .. } => (ecc_outcome(gpus), pcie_outcome(gpus)),
         _ => (Outcome::ok("node.gpu.ecc"), Outcome::ok("node.gpu.pcie")),
     };
-    vec![nvml, count, gres, ecc, pcie, xid_outcome(&f.kernel), fabric]
+    let mut out = vec![nvml, count, gres, ecc, pcie, xid_outcome(&f.kernel), fabric];
+    match &f.nvml {
+        Nvml::Read { gpus, .. } => out.extend([
+            nvlink_outcome(gpus),
+            row_remap_outcome(gpus),
+            retired_pages_outcome(gpus),
+            persistence_outcome(gpus),
+        ]),
+        _ => out.extend(
+            [
+                "node.gpu.nvlink",
+                "node.gpu.row_remap",
+                "node.gpu.retired_pages",
+                "node.gpu.persistence",
+            ]
+            .map(Outcome::ok),
+        ),
+    }
+    // Where NVML should have answered and did not (wedged, or unusable on a node with NVIDIA GPUs),
+    // the checks that read it cannot judge: UNKNOWN, never OK, so `launchguard health` keeps a drain
+    // an earlier NVML answer set (an ECC or row-remap drain must not lift because the GPU then
+    // wedged). `node.gpu.nvml` carries the reason; `gres` keeps its own verdicts on AutoDetect.
+    if let Some(why) = nvml_silent(f, driver_there) {
+        for o in out.iter_mut() {
+            let reads_nvml = !matches!(o.id, "node.gpu.nvml" | "node.gpu.xid");
+            let keep = o.id == "node.gpu.gres"
+                && (o.status == Status::Critical
+                    || f.slurm.as_ref().map_or(0, |s| s.gres_gpus) == 0);
+            if reads_nvml && !keep {
+                *o = Outcome::unknown(o.id, why.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Why NVML gave no answer where it should have (`None` when it answered or was rightly not asked).
+fn nvml_silent(f: &GpuFacts, driver_there: bool) -> Option<String> {
+    match &f.nvml {
+        Nvml::TimedOut(s) => Some(format!(
+            "NVML did not answer within {s} s, so the GPUs' state is not known (node.gpu.nvml)"
+        )),
+        Nvml::Stuck(e) => Some(format!(
+            "NVML not asked ({e}), so the GPUs' state is not known (node.gpu.nvml)"
+        )),
+        Nvml::Unavailable(e) if driver_there => Some(format!(
+            "NVML cannot be used ({e}), so the GPUs' state is not known (node.gpu.nvml)"
+        )),
+        _ => None,
+    }
+}
+
+/// The GPU indices of `gpus` for which `pick` holds, as `0,3`.
+fn indices(gpus: &[Gpu], pick: impl Fn(&Gpu) -> bool) -> Vec<String> {
+    gpus.iter()
+        .filter(|g| pick(g))
+        .map(|g| g.index.to_string())
+        .collect()
+}
+
+/// What NVML says of the node's NVLink links, for the fact `gpu_nvlink`: `none` where no GPU
+/// answers for a link, else `active/links` per GPU (`0:18/18 1:17/18`), with a note where no GPU has
+/// an active link (nothing to compare: [`nvlink_outcome`] does not judge).
+pub fn nvlink_summary(gpus: &[Gpu]) -> String {
+    let per: Vec<String> = gpus
+        .iter()
+        .filter_map(|g| {
+            let l = g.nvlink.as_ref()?;
+            Some(format!("{}:{}/{}", g.index, l.active(), l.links))
+        })
+        .collect();
+    if per.is_empty() {
+        return "none".into();
+    }
+    let any_active = gpus
+        .iter()
+        .any(|g| g.nvlink.as_ref().is_some_and(|l| l.active() > 0));
+    if any_active {
+        format!("active/links {}", per.join(" "))
+    } else {
+        format!(
+            "active/links {} (no GPU has an active link: no NVLink peer or NVSwitch reachable, not judged)",
+            per.join(" ")
+        )
+    }
+}
+
+/// `node.gpu.nvlink`: each GPU against the node's best-connected one (the GPUs of one HGX board or
+/// NVL domain have the same links up). A GPU with no active link while others have some is cut off
+/// from NVLink (CRITICAL); fewer active links is a WARNING. Where no GPU has an active link (a PCIe
+/// card with no bridge, a lone GPU in a VM, a board whose NVSwitches are not visible) nothing is
+/// judged: `node.gpu.fabric` covers a fabric that is not up on NVSwitch systems.
+fn nvlink_outcome(gpus: &[Gpu]) -> Outcome {
+    let best = gpus
+        .iter()
+        .filter_map(|g| g.nvlink.as_ref().map(NvLinks::active))
+        .max()
+        .unwrap_or(0);
+    if best == 0 {
+        return Outcome::ok("node.gpu.nvlink");
+    }
+    let short: Vec<(&Gpu, &NvLinks)> = gpus
+        .iter()
+        .filter_map(|g| Some((g, g.nvlink.as_ref()?)))
+        .filter(|(_, l)| l.active() < best)
+        .collect();
+    let Some(&(g0, _)) = short.first() else {
+        return Outcome::ok("node.gpu.nvlink");
+    };
+    let list = short
+        .iter()
+        .map(|(g, l)| {
+            format!(
+                "GPU {} {}/{} active (down: {})",
+                g.index,
+                l.active(),
+                l.links,
+                l.down
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let cut_off = short.iter().any(|(_, l)| l.active() == 0);
+    Outcome::new(
+        "node.gpu.nvlink",
+        if cut_off { Status::Critical } else { Status::Warning },
+        format!("NVLink links down: {list}, while other GPUs of this node have {best} active"),
+        if cut_off {
+            "a GPU without NVLink talks to its peers over PCIe: NCCL collectives of every job using it run several times slower (or fail where the fabric needs the links), with no error"
+        } else {
+            "each link down takes its share of the GPU's NVLink bandwidth: NCCL collectives through that GPU slow down with no error"
+        },
+        format!(
+            "nvidia-smi nvlink -s -i {i} shows each link's state; drain the node, reset the GPU (nvidia-smi -r -i {i}) or reboot; a link that stays down needs the board serviced",
+            i = g0.index
+        ),
+    )
+}
+
+/// `node.gpu.row_remap` (NVIDIA's *GPU Memory Error Management*).
+fn row_remap_outcome(gpus: &[Gpu]) -> Outcome {
+    let failed = indices(gpus, |g| g.row_remap.is_some_and(|r| r.failed));
+    if !failed.is_empty() {
+        return Outcome::new(
+            "node.gpu.row_remap",
+            Status::Critical,
+            format!("row remapping failed on GPU(s) {}", failed.join(",")),
+            "a memory row with errors could not be replaced by a spare (the bank has none left): the bad row stays in use and jobs on that GPU hit ECC errors again",
+            "drain the node and have the GPU serviced (NVIDIA's GPU Memory Error Management guide: a remapping failure calls for replacement); nvidia-smi -q -d ROW_REMAPPER shows the counts",
+        );
+    }
+    let pending = indices(gpus, |g| g.row_remap.is_some_and(|r| r.pending));
+    if !pending.is_empty() {
+        return Outcome::new(
+            "node.gpu.row_remap",
+            Status::Critical,
+            format!("a memory row remap is pending on GPU(s) {}", pending.join(",")),
+            "the remap replaces a row that had memory errors only at the next GPU reset: until then the row stays in use and jobs on that GPU may hit the error again",
+            format!(
+                "drain the node; once its jobs have ended reset the GPU (nvidia-smi -r -i {}) or reboot, then check nvidia-smi -q -d ROW_REMAPPER shows Pending: No",
+                pending[0]
+            ),
+        );
+    }
+    Outcome::ok("node.gpu.row_remap")
+}
+
+/// `node.gpu.retired_pages` (NVIDIA's *Dynamic Page Retirement*).
+fn retired_pages_outcome(gpus: &[Gpu]) -> Outcome {
+    let pending = indices(gpus, |g| g.retired_pages_pending == Some(true));
+    if pending.is_empty() {
+        return Outcome::ok("node.gpu.retired_pages");
+    }
+    Outcome::new(
+        "node.gpu.retired_pages",
+        Status::Critical,
+        format!(
+            "memory pages are pending retirement on GPU(s) {}",
+            pending.join(",")
+        ),
+        "pages with ECC errors are retired only when the driver next loads the GPU: until then they can be handed to jobs again",
+        format!(
+            "drain the node; once its jobs have ended reset the GPU (nvidia-smi -r -i {}) or reboot; nvidia-smi -q -d PAGE_RETIREMENT shows the pages",
+            pending[0]
+        ),
+    )
+}
+
+/// `node.gpu.persistence` (NVIDIA's *Driver Persistence*).
+fn persistence_outcome(gpus: &[Gpu]) -> Outcome {
+    let off = indices(gpus, |g| g.persistence == Some(false));
+    if off.is_empty() {
+        return Outcome::ok("node.gpu.persistence");
+    }
+    Outcome::new(
+        "node.gpu.persistence",
+        Status::Warning,
+        format!(
+            "persistence mode is off on GPU(s) {} of {}",
+            off.join(","),
+            gpus.len()
+        ),
+        "the driver then tears a GPU's state down whenever its last client (a job, nvidia-smi, slurmd's NVML) exits and initialises it again at the next open: every job start and health check pays that delay, seconds on large GPUs",
+        "run NVIDIA's persistence daemon: systemctl enable --now nvidia-persistenced (NVIDIA's Driver Persistence document), or nvidia-smi -pm 1 as root until the next reboot",
+    )
 }
 
 /// `node.gpu.xid`: a WARNING naming the worst node-fault Xid of this boot with its age and NVIDIA's
@@ -720,6 +1011,10 @@ mod tests {
             ecc_uncorrected: Some(0),
             pcie_width: Some((16, 16)),
             mig: Some(false),
+            nvlink: None,
+            row_remap: None,
+            retired_pages_pending: None,
+            persistence: Some(true),
         }
     }
 
@@ -908,6 +1203,139 @@ mod tests {
         assert_eq!(status(&f, "node.gpu.xid"), Status::Unknown);
     }
 
+    fn set(f: &mut GpuFacts, i: usize, edit: impl FnOnce(&mut Gpu)) {
+        if let Nvml::Read { gpus, .. } = &mut f.nvml {
+            edit(&mut gpus[i]);
+        }
+    }
+
+    fn outcome(f: &GpuFacts, id: &str) -> Outcome {
+        judge(f).into_iter().find(|o| o.id == id).expect(id)
+    }
+
+    fn links(links: u32, down: &[u32]) -> Option<NvLinks> {
+        Some(NvLinks {
+            links,
+            down: down.to_vec(),
+        })
+    }
+
+    #[test]
+    fn nvlink_links_down_are_judged_against_the_best_connected_gpu() {
+        let mut f = facts(
+            (0..4)
+                .map(|i| gpu(i, Ok(fab(FabricState::NotSupported, ZERO))))
+                .collect(),
+        );
+        // PCIe GPUs: NVML answers for no link.
+        assert_eq!(status(&f, "node.gpu.nvlink"), Status::Ok);
+        assert_eq!(nvlink_summary(gpus_of(&f)), "none");
+        for i in 0..4 {
+            set(&mut f, i, |g| g.nvlink = links(18, &[]));
+        }
+        assert_eq!(status(&f, "node.gpu.nvlink"), Status::Ok);
+        set(&mut f, 2, |g| g.nvlink = links(18, &[4, 5]));
+        let o = outcome(&f, "node.gpu.nvlink");
+        assert_eq!(o.status, Status::Warning);
+        assert_eq!(
+            o.what,
+            "NVLink links down: GPU 2 16/18 active (down: 4,5), while other GPUs of this node have 18 active"
+        );
+        assert!(o.fix.starts_with("nvidia-smi nvlink -s -i 2 "), "{}", o.fix);
+        assert_eq!(
+            nvlink_summary(gpus_of(&f)),
+            "active/links 0:18/18 1:18/18 2:16/18 3:18/18"
+        );
+        set(&mut f, 3, |g| {
+            g.nvlink = links(18, &(0..18).collect::<Vec<_>>())
+        });
+        assert_eq!(status(&f, "node.gpu.nvlink"), Status::Critical);
+        // One GPU whose 18 links are all inactive (a lone H200 in a VM: its NVSwitches are not
+        // there): nothing to compare with, not a fault; the fact says so.
+        let mut f = facts(vec![gpu(0, Ok(fab(FabricState::NotSupported, ZERO)))]);
+        set(&mut f, 0, |g| {
+            g.nvlink = links(18, &(0..18).collect::<Vec<_>>())
+        });
+        assert_eq!(status(&f, "node.gpu.nvlink"), Status::Ok);
+        assert!(
+            nvlink_summary(gpus_of(&f))
+                .starts_with("active/links 0:0/18 (no GPU has an active link"),
+            "{}",
+            nvlink_summary(gpus_of(&f))
+        );
+    }
+
+    fn gpus_of(f: &GpuFacts) -> &[Gpu] {
+        match &f.nvml {
+            Nvml::Read { gpus, .. } => gpus,
+            _ => &[],
+        }
+    }
+
+    #[test]
+    fn a_pending_or_failed_row_remap_and_pending_page_retirement_are_critical() {
+        let remap = |pending, failed| {
+            Some(RowRemap {
+                correctable: 0,
+                uncorrectable: 1,
+                pending,
+                failed,
+            })
+        };
+        let mut f = facts(
+            (0..2)
+                .map(|i| gpu(i, Ok(fab(FabricState::NotSupported, ZERO))))
+                .collect(),
+        );
+        set(&mut f, 0, |g| g.row_remap = remap(false, false));
+        set(&mut f, 1, |g| g.retired_pages_pending = Some(false));
+        assert!(judge(&f).iter().all(|o| o.status == Status::Ok));
+        set(&mut f, 1, |g| g.row_remap = remap(true, false));
+        let o = outcome(&f, "node.gpu.row_remap");
+        assert_eq!(o.status, Status::Critical);
+        assert_eq!(o.what, "a memory row remap is pending on GPU(s) 1");
+        assert!(o.fix.contains("nvidia-smi -r -i 1"), "{}", o.fix);
+        set(&mut f, 0, |g| g.row_remap = remap(false, true));
+        let o = outcome(&f, "node.gpu.row_remap");
+        assert_eq!(
+            (o.status, o.what.as_str()),
+            (Status::Critical, "row remapping failed on GPU(s) 0")
+        );
+        set(&mut f, 1, |g| g.retired_pages_pending = Some(true));
+        let o = outcome(&f, "node.gpu.retired_pages");
+        assert_eq!(
+            (o.status, o.what.as_str()),
+            (
+                Status::Critical,
+                "memory pages are pending retirement on GPU(s) 1"
+            )
+        );
+    }
+
+    #[test]
+    fn persistence_mode_off_is_a_warning_naming_nvidia_persistenced() {
+        let mut f = facts(
+            (0..2)
+                .map(|i| gpu(i, Ok(fab(FabricState::NotSupported, ZERO))))
+                .collect(),
+        );
+        set(&mut f, 1, |g| g.persistence = None);
+        assert_eq!(status(&f, "node.gpu.persistence"), Status::Ok);
+        set(&mut f, 0, |g| g.persistence = Some(false));
+        let o = outcome(&f, "node.gpu.persistence");
+        assert_eq!(o.status, Status::Warning);
+        assert_eq!(o.what, "persistence mode is off on GPU(s) 0 of 2");
+        assert!(
+            o.fix.contains("systemctl enable --now nvidia-persistenced")
+                && o.fix.contains("nvidia-smi -pm 1"),
+            "{}",
+            o.fix
+        );
+        // NVML wedged: not known, so UNKNOWN (never OK).
+        f.nvml = Nvml::TimedOut(5);
+        assert_eq!(status(&f, "node.gpu.persistence"), Status::Unknown);
+    }
+
     #[test]
     fn bus_ids_are_compared_in_sysfs_form() {
         assert_eq!(sysfs_bus_id("00000000:18:00.0"), "0000:18:00.0");
@@ -992,5 +1420,31 @@ mod tests {
         f.nvml = Nvml::TimedOut(5);
         assert_eq!(status(&f, "node.gpu.nvml"), Status::Unknown);
         assert!(matches!(mnnvl(&f), Mnnvl::Unknown(_)));
+        // Wedged where GPUs are: every check that reads NVML is UNKNOWN (health keeps its drain),
+        // not OK; the kernel log's check still judges.
+        f.pci = vec!["0000:18:00.0".into()];
+        let o = judge(&f);
+        for o in &o {
+            // gres: no slurm.conf line here, nothing it needs NVML for.
+            let want = if o.id == "node.gpu.xid" || o.id == "node.gpu.gres" {
+                Status::Ok
+            } else {
+                Status::Unknown
+            };
+            assert_eq!(o.status, want, "{o:?}");
+        }
+        f.nvml = Nvml::Unavailable("Driver/library version mismatch".into());
+        assert_eq!(status(&f, "node.gpu.row_remap"), Status::Unknown);
+        assert_eq!(status(&f, "node.gpu.nvml"), Status::Warning);
+        f.nvml = Nvml::Stuck("launchguard process 77 holds /run/launchguard/nvml.lock".into());
+        let o = judge(&f);
+        assert_eq!(o[0].status, Status::Unknown);
+        assert!(
+            o[0].what
+                .starts_with("NVML not asked: launchguard process 77"),
+            "{}",
+            o[0].what
+        );
+        assert!(o.iter().all(|o| o.status != Status::Critical));
     }
 }

@@ -6,17 +6,24 @@
 //!
 //! NVML can hang on a wedged GPU, so it runs on a thread of its own with a deadline
 //! ([`NVML_DEADLINE`]); past it the facts say `TimedOut` (UNKNOWN, never a drain) and no second
-//! NVML call starts until the hung one returns. On a node with no NVIDIA device on the PCI bus and
-//! no NVIDIA driver, NVML is not asked at all (a CPU node pays nothing).
+//! NVML call starts in this process until the hung one returns (`Stuck`). Across processes (each
+//! `launchguard health` is a new one) the thread first takes an exclusive `flock(2)` on
+//! `[gpu] nvml_lock` (`/run/launchguard/nvml.lock`) where it can open that file for writing (root):
+//! a process stuck in NVML keeps it, so the next ones wait for it only until their deadline and
+//! report `Stuck` instead of entering NVML and wedging as well. A thread blocked inside the driver
+//! (uninterruptible sleep) still delays its own process's exit until the driver lets go; the lock
+//! keeps that to one process. On a node with no NVIDIA device on the PCI bus and no NVIDIA driver,
+//! NVML is not asked at all (a CPU node pays nothing), unless `[gpu] nvml_library` names a library.
 //!
 //! One gathering serves the GPU and IMEX families of a check run: [`gather`] keeps the last facts
 //! for [`REUSE`] (the families run at once, each asks).
 
 use super::Ctx;
 use launchguard_core::host::Roots;
-use launchguard_core::node::gpu::{Gpu, GpuFacts, KernelLog, Nvml, SlurmGpus};
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use launchguard_core::node::gpu::{Gpu, GpuFacts, KernelLog, NvLinks, Nvml, SlurmGpus};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long NVML may take to list the GPUs and their fabric state.
@@ -28,10 +35,40 @@ pub const REUSE: Duration = Duration::from_secs(2);
 /// Where NVML's answer comes from: the running system, or canned facts (fixture trees, tests).
 #[derive(Debug, Clone)]
 pub enum NvmlSource {
-    /// Ask this machine's NVML.
+    /// Ask this machine's NVML (`libnvidia-ml.so.1` from the loader's search path) where NVIDIA
+    /// devices show, under the default lock.
     System,
+    /// Ask the NVML of `[gpu]` in launchguard.toml.
+    Configured(NvmlPlace),
     /// Use these facts instead (a test, or a fixture tree where the real NVML would not match).
     Canned(Nvml),
+}
+
+/// Which NVML library to load and which lock to hold around its calls (`[gpu]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmlPlace {
+    /// The library; `None`: `libnvidia-ml.so.1` from the loader's search path, asked only where
+    /// NVIDIA devices show. `Some`: loaded from there and asked on every run.
+    pub library: Option<PathBuf>,
+    /// The cross-process lock file.
+    pub lock: PathBuf,
+}
+
+impl NvmlPlace {
+    /// From the configuration's `[gpu]`.
+    pub fn from_config(g: &crate::config::Gpu) -> NvmlPlace {
+        NvmlPlace {
+            library: g.nvml_library.clone(),
+            lock: g.nvml_lock.clone(),
+        }
+    }
+}
+
+impl NvmlSource {
+    /// The source a configuration asks for: [`NvmlSource::Configured`] with its `[gpu]`.
+    pub fn from_config(g: &crate::config::Gpu) -> NvmlSource {
+        NvmlSource::Configured(NvmlPlace::from_config(g))
+    }
 }
 
 /// Set while an NVML call is running; a call that never returns keeps it set, so no second
@@ -50,6 +87,7 @@ pub fn gather(ctx: &Ctx) -> GpuFacts {
     f.slurm = slurm_gpus(ctx);
     f.in_step = std::env::var_os("SLURM_JOB_ID").is_some();
     *cache = Some((Instant::now(), f.clone()));
+    *ctx.gpu_last.lock().unwrap_or_else(|p| p.into_inner()) = Some(f.clone());
     f
 }
 
@@ -57,14 +95,23 @@ pub fn gather(ctx: &Ctx) -> GpuFacts {
 pub fn gather_at(roots: &Roots, source: &NvmlSource) -> GpuFacts {
     let pci = pci_gpus(&roots.sys);
     let proc_gpus = proc_gpus(&roots.proc);
-    let nvml = match source {
-        NvmlSource::Canned(n) => n.clone(),
-        NvmlSource::System
-            if pci.is_empty() && proc_gpus.is_none() && !roots.dev.join("nvidiactl").exists() =>
+    let place = match source {
+        NvmlSource::Canned(_) => None,
+        NvmlSource::System => Some(NvmlPlace::from_config(&crate::config::Gpu::default())),
+        NvmlSource::Configured(p) => Some(p.clone()),
+    };
+    let nvml = match (source, place) {
+        (NvmlSource::Canned(n), _) => n.clone(),
+        (_, Some(p))
+            if p.library.is_none()
+                && pci.is_empty()
+                && proc_gpus.is_none()
+                && !roots.dev.join("nvidiactl").exists() =>
         {
             Nvml::NotAsked
         }
-        NvmlSource::System => read_nvml(NVML_DEADLINE),
+        (_, Some(p)) => read_nvml(&p, NVML_DEADLINE),
+        (_, None) => Nvml::NotAsked,
     };
     let gpus_here = !pci.is_empty() || proc_gpus.is_some() || matches!(nvml, Nvml::Read { .. });
     GpuFacts {
@@ -212,18 +259,50 @@ pub fn proc_gpus(proc: &Path) -> Option<Vec<String>> {
     Some(v)
 }
 
-/// Asks NVML on a thread of its own, waiting at most `deadline`.
-pub fn read_nvml(deadline: Duration) -> Nvml {
+/// Where the NVML thread is: waiting for the cross-process lock, or in NVML.
+const WAITING_FOR_LOCK: u8 = 0;
+const IN_NVML: u8 = 1;
+
+/// Opens `[gpu] nvml_lock` for the cross-process lock: created `0644` where this process may
+/// (root, in root's `/run/launchguard`), never through a symlink. `None` where it cannot be opened
+/// for writing (a user's `launchguard check`: it neither takes nor waits for root's lock, so a user
+/// can never hold root's runs off NVML).
+fn open_lock(path: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits() | nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .ok()
+        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()))
+}
+
+/// Asks NVML on a thread of its own, waiting at most `deadline` (the lock wait included).
+pub fn read_nvml(place: &NvmlPlace, deadline: Duration) -> Nvml {
     if NVML_BUSY.swap(true, Ordering::AcqRel) {
-        return Nvml::TimedOut(deadline.as_secs());
+        return Nvml::Stuck(
+            "an earlier NVML call of this launchguard process has not returned".into(),
+        );
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let phase = Arc::new(AtomicU8::new(WAITING_FOR_LOCK));
+    let (thread_phase, thread_place) = (phase.clone(), place.clone());
     let spawned = std::thread::Builder::new()
         .name("nvml".into())
         .spawn(move || {
-            let r = std::panic::catch_unwind(read_nvml_now).unwrap_or_else(|_| {
-                Nvml::Unavailable("NVML panicked (a bug: please report it)".into())
+            // Held until NVML returns; dropped (unlocked) with the thread's stack.
+            let _lock = open_lock(&thread_place.lock).map(|f| {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| e)
             });
+            thread_phase.store(IN_NVML, Ordering::Release);
+            let r = std::panic::catch_unwind(|| read_nvml_now(thread_place.library.as_deref()))
+                .unwrap_or_else(|_| {
+                    Nvml::Unavailable("NVML panicked (a bug: please report it)".into())
+                });
             NVML_BUSY.store(false, Ordering::Release);
             let _ = tx.send(r);
         });
@@ -231,13 +310,45 @@ pub fn read_nvml(deadline: Duration) -> Nvml {
         NVML_BUSY.store(false, Ordering::Release);
         return Nvml::Unavailable(format!("cannot start a thread for NVML: {e}"));
     }
-    rx.recv_timeout(deadline)
-        .unwrap_or(Nvml::TimedOut(deadline.as_secs()))
+    rx.recv_timeout(deadline).unwrap_or_else(|_| {
+        if phase.load(Ordering::Acquire) == WAITING_FOR_LOCK {
+            Nvml::Stuck(format!(
+                "another launchguard process has held {} for over {} s (it waits for NVML: a wedged GPU or driver)",
+                place.lock.display(),
+                deadline.as_secs()
+            ))
+        } else {
+            Nvml::TimedOut(deadline.as_secs())
+        }
+    })
 }
 
-/// The NVML calls themselves (blocking).
-fn read_nvml_now() -> Nvml {
-    let nvml = match nvml_wrapper::Nvml::init() {
+/// NVLink links NVML answers for (`0..NVML_NVLINK_MAX_LINKS`), with the inactive ones; `None` when
+/// it answers for none.
+fn nvlinks(dev: &nvml_wrapper::Device<'_>) -> Option<NvLinks> {
+    let mut links = 0;
+    let mut down = vec![];
+    for l in 0..nvml_wrapper_sys::bindings::NVML_NVLINK_MAX_LINKS {
+        match dev.link_wrapper_for(l).is_active() {
+            Ok(true) => links += 1,
+            Ok(false) => {
+                links += 1;
+                down.push(l);
+            }
+            // NOT_SUPPORTED / INVALID_ARGUMENT: the GPU has no such link.
+            Err(_) => {}
+        }
+    }
+    (links > 0).then_some(NvLinks { links, down })
+}
+
+/// The NVML calls themselves (blocking), with the library at `library` or the default one.
+fn read_nvml_now(library: Option<&Path>) -> Nvml {
+    let init = match library {
+        Some(p) => nvml_wrapper::Nvml::builder().lib_path(p.as_os_str()).init(),
+        None => nvml_wrapper::Nvml::init(),
+    };
+    let nvml = match init {
         Ok(n) => n,
         Err(e) => return Nvml::Unavailable(e.to_string()),
     };
@@ -280,6 +391,10 @@ fn read_nvml_now() -> Nvml {
                 .and_then(|c| dev.max_pcie_link_width().map(|m| (c, m)))
                 .ok(),
             mig: dev.mig_mode().ok().map(|m| m.current == 1),
+            nvlink: nvlinks(&dev),
+            row_remap: super::nvml_fabric::remapped_rows(&nvml, &dev).ok(),
+            retired_pages_pending: dev.are_pages_pending_retired().ok(),
+            persistence: dev.is_in_persistent_mode().ok(),
         });
     }
     Nvml::Read {

@@ -49,11 +49,14 @@ pub struct Ctx {
     pub pmix_cache: Mutex<Vec<PmixScan>>,
     /// The running Slurm's PlugStackConfig (`scontrol show config`) and when it was asked.
     pub scontrol_plugstack: Mutex<Option<(std::time::Instant, Option<String>)>>,
-    /// Where the GPU facts' NVML part comes from ([`gpu::NvmlSource::System`] but under a fixture
+    /// Where the GPU facts' NVML part comes from (the config's `[gpu]` but under a fixture
     /// tree, where it is [`Nvml::NotAsked`] unless a test sets canned facts).
     pub nvml: gpu::NvmlSource,
     /// The last GPU facts and when they were gathered (shared by the GPU and IMEX families).
     pub gpu_cache: Mutex<Option<(std::time::Instant, GpuFacts)>>,
+    /// A copy of the last GPU facts, for the textfile: never held while NVML is asked, so the
+    /// agent's publishing never waits on a wedged GPU (`gpu_cache` is held during a gathering).
+    pub gpu_last: Mutex<Option<GpuFacts>>,
 }
 
 impl Ctx {
@@ -64,18 +67,20 @@ impl Ctx {
 
     /// A context over a config that reads `/sys`, `/proc`, `/dev` and `/etc` under `roots`.
     pub fn with_roots(cfg: Config, roots: Roots) -> Ctx {
+        let nvml = if roots == Roots::system() {
+            gpu::NvmlSource::from_config(&cfg.gpu)
+        } else {
+            gpu::NvmlSource::Canned(Nvml::NotAsked)
+        };
         Ctx {
             cfg,
             roots: roots.clone(),
             hardware: std::sync::OnceLock::new(),
             pmix_cache: Mutex::new(vec![]),
             scontrol_plugstack: Mutex::new(None),
-            nvml: if roots == Roots::system() {
-                gpu::NvmlSource::System
-            } else {
-                gpu::NvmlSource::Canned(Nvml::NotAsked)
-            },
+            nvml,
             gpu_cache: Mutex::new(None),
+            gpu_last: Mutex::new(None),
         }
     }
 

@@ -1,10 +1,11 @@
-//! The one NVML call that `nvml-wrapper` (0.13) does not wrap: `nvmlDeviceGetGpuFabricInfo`, a
-//! GPU's NVLink fabric registration (NVML API Reference Guide, `nvmlGpuFabricInfo_t`). It goes
-//! through the wrapper's own loaded library (`Nvml::lib()`, the `nvml-wrapper-sys` bindings), so
-//! nothing else is loaded. This is the only `unsafe` in the `launchguard` crate.
+//! The NVML calls that `nvml-wrapper` (0.13) does not wrap: `nvmlDeviceGetGpuFabricInfo`, a GPU's
+//! NVLink fabric registration (NVML API Reference Guide, `nvmlGpuFabricInfo_t`), and
+//! `nvmlDeviceGetRemappedRows`, its row remapper's state. They go through the wrapper's own loaded
+//! library (`Nvml::lib()`, the `nvml-wrapper-sys` bindings), so nothing else is loaded. This is the
+//! only `unsafe` in the `launchguard` crate.
 #![allow(unsafe_code)]
 
-use launchguard_core::node::gpu::{FabricInfo, FabricState};
+use launchguard_core::node::gpu::{FabricInfo, FabricState, RowRemap};
 use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::Device;
 use nvml_wrapper_sys::bindings::{
@@ -49,5 +50,25 @@ pub fn fabric_info(nvml: &nvml_wrapper::Nvml, dev: &Device<'_>) -> Result<Fabric
             .map(|b| format!("{b:02x}"))
             .collect(),
         clique_id: info.cliqueId,
+    })
+}
+
+/// The row remapper's state of `dev` (`nvmlDeviceGetRemappedRows`, A100 and later). `Err`: the
+/// symbol is missing or NVML returned an error (`Not Supported` before A100); the text says which.
+pub fn remapped_rows(nvml: &nvml_wrapper::Nvml, dev: &Device<'_>) -> Result<RowRemap, String> {
+    let lib = nvml.lib();
+    let Ok(call) = lib.nvmlDeviceGetRemappedRows.as_ref() else {
+        return Err("this NVML has no nvmlDeviceGetRemappedRows".into());
+    };
+    let (mut corr, mut unc, mut pending, mut failed) = (0, 0, 0, 0);
+    // SAFETY: as in `fabric_info`: a valid handle of this `nvml`, and four live `c_uint`s that NVML
+    // writes its answers into; the symbol was resolved (checked above).
+    let rc = unsafe { call(dev.handle(), &mut corr, &mut unc, &mut pending, &mut failed) };
+    nvml_try(rc).map_err(|e: NvmlError| e.to_string())?;
+    Ok(RowRemap {
+        correctable: corr,
+        uncorrectable: unc,
+        pending: pending != 0,
+        failed: failed != 0,
     })
 }

@@ -245,3 +245,42 @@ impl Drop for ResumeOnDrop {
         }
     }
 }
+
+/// Builds the stand-in NVML (`tests/fixtures/nvml_standin/standin.c`, with the system's `cc`) as
+/// `dir/libnvidia-ml.so.1` and returns the config lines that load it (`[gpu]`, the lock in `dir`).
+/// Its GPU's answers are picked by `LG_STANDIN_NVML` in the environment of the process that loads it.
+pub fn standin_nvml(dir: &Path) -> String {
+    let lib = dir.join("libnvidia-ml.so.1");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nvml_standin/standin.c"
+    );
+    let o = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(src)
+        .output()
+        .expect("cc (the stand-in NVML is built with the system's C compiler)");
+    assert!(o.status.success(), "{o:?}");
+    format!(
+        "[gpu]\nnvml_library = \"{}\"\nnvml_lock = \"{}\"\n",
+        lib.display(),
+        dir.join("nvml.lock").display()
+    )
+}
+
+/// Runs `launchguard ARGS` with `LG_STANDIN_NVML=mode` (60 s timeout).
+pub fn lg_standin(mode: &str, args: &[&str]) -> Out {
+    let o = Command::new("timeout")
+        .arg("60")
+        .arg(bin())
+        .args(args)
+        .env("LG_STANDIN_NVML", mode)
+        .output()
+        .expect("spawn");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
