@@ -8,48 +8,6 @@ use common::*;
 
 const OTHERS: &str = "disabled = [\"node.hostname\", \"node.slurm_conf\", \"node.pmix\", \"node.enroot\", \"node.plugstack\", \"node.nccl_env\", \"node.devices\"]\n";
 
-fn node() -> String {
-    launchguard_tests::node_name()
-}
-
-/// (State, Reason) from scontrol.
-fn state() -> (String, String) {
-    let o = cmd(&["scontrol", "show", "node", &node()]);
-    let mut st = String::new();
-    let mut reason = String::new();
-    for l in o.stdout.lines() {
-        let l = l.trim();
-        if let Some(r) = l.strip_prefix("Reason=") {
-            reason = r.to_string();
-        }
-        for w in l.split_whitespace() {
-            if let Some(s) = w.strip_prefix("State=") {
-                st = s.to_string();
-            }
-        }
-    }
-    (st, reason)
-}
-
-fn resume() {
-    cmd(&[
-        "scontrol",
-        "update",
-        &format!("NodeName={}", node()),
-        "State=RESUME",
-    ]);
-}
-
-/// Resumes the node even when an assertion fails, so later tests get a usable cluster.
-struct ResumeOnDrop;
-impl Drop for ResumeOnDrop {
-    fn drop(&mut self) {
-        if state().0.contains("DRAIN") {
-            resume();
-        }
-    }
-}
-
 #[test]
 fn health_drains_on_critical_resumes_its_own_and_leaves_foreign_drains_alone() {
     let _g = launchguard_tests::lock();

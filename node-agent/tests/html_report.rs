@@ -7,46 +7,14 @@
 //! `LG_REQUIRE_BROWSER=1` (scripts/test.sh sets it and installs chromium), where it fails.
 //! `LG_HTML_PNG=PATH` keeps the rendered PNG (docs/images/nccl-sweep-64.png is one).
 
-use std::path::{Path, PathBuf};
+#[path = "common/browser.rs"]
+mod browser;
+
+use std::path::PathBuf;
 use std::process::Command;
 
 fn lg() -> Command {
     Command::new(env!("CARGO_BIN_EXE_launchguard"))
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n)))
-        .find(|p| p.is_file())
-}
-
-/// Per pixel row: (red, green, bar, curve, magenta) counts.
-fn rows(png: &Path) -> Vec<[u32; 5]> {
-    let out = Command::new("python3")
-        .arg(root().join("scripts/lib/png_rows.py"))
-        .arg(png)
-        .output()
-        .expect("python3 scripts/lib/png_rows.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let v: Vec<u32> = l.split(' ').skip(1).map(|x| x.parse().unwrap()).collect();
-            [v[0], v[1], v[2], v[3], v[4]]
-        })
-        .collect()
 }
 
 #[test]
@@ -110,41 +78,13 @@ fn html_report_of_a_64_node_sweep_shows_the_bad_node() {
         "the flagged node is named"
     );
 
-    let Some(browser) = chromium() else {
-        let msg = "browser test skipped: chromium is not installed (apt-get install chromium)";
-        assert!(
-            std::env::var("LG_REQUIRE_BROWSER").as_deref() != Ok("1"),
-            "{msg}"
-        );
-        eprintln!("{msg}");
+    let png = dir.join("report.png");
+    let Some(r) = browser::browser_rows(&html, &png) else {
         return;
     };
-    let png = dir.join("report.png");
-    let shot = Command::new("timeout")
-        .arg("120")
-        .arg(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--force-device-scale-factor=1",
-            "--window-size=1000,2200",
-        ])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    assert!(
-        shot.status.success() && png.is_file(),
-        "chromium --screenshot: {:?} {}",
-        shot.status,
-        String::from_utf8_lossy(&shot.stderr)
-    );
     if let Some(keep) = std::env::var_os("LG_HTML_PNG") {
         std::fs::copy(&png, keep).unwrap();
     }
-    let r = rows(&png);
 
     // The heat map: the rows with many heat-map cells (healthy green, or red).
     let heat: Vec<usize> = (0..r.len()).filter(|&y| r[y][1] > 200).collect();

@@ -12,44 +12,6 @@ use std::process::{Child, Command};
 
 const ATTACKER: &str = "lgtest";
 
-fn node() -> String {
-    launchguard_tests::node_name()
-}
-
-/// (State, Reason) from scontrol.
-fn state() -> (String, String) {
-    let o = cmd(&["scontrol", "show", "node", &node()]);
-    let mut st = String::new();
-    let mut reason = String::new();
-    for l in o.stdout.lines() {
-        let l = l.trim();
-        if let Some(r) = l.strip_prefix("Reason=") {
-            reason = r.to_string();
-        }
-        for w in l.split_whitespace() {
-            if let Some(s) = w.strip_prefix("State=") {
-                st = s.to_string();
-            }
-        }
-    }
-    (st, reason)
-}
-
-/// Resumes the node when a test drained it (also when an assertion fails).
-struct ResumeOnDrop;
-impl Drop for ResumeOnDrop {
-    fn drop(&mut self) {
-        if state().0.contains("DRAIN") {
-            cmd(&[
-                "scontrol",
-                "update",
-                &format!("NodeName={}", node()),
-                "State=RESUME",
-            ]);
-        }
-    }
-}
-
 /// Runs `argv` as the attacker (setpriv: no root left, no supplementary groups).
 fn as_attacker(argv: &[&str]) -> Out {
     let mut v = vec![

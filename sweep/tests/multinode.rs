@@ -9,6 +9,9 @@
 //! share the cluster, so they take a lock and run one at a time.
 #![cfg(slurm_tests)] // needs a running Slurm and root: LG_SLURM_TESTS=1 (tests/slurm_tests_cfg.rs)
 
+#[path = "../../node-agent/tests/common/browser.rs"]
+mod browser;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
@@ -730,7 +733,7 @@ fn the_html_report_draws_the_sweeps_pairs_with_the_bad_node_in_red() {
     assert_eq!(code, 2, "{r:#}");
     assert_eq!(strings(&r["bad"]), vec!["lgn2"], "{r:#}");
     let page = std::fs::read_to_string(&html).unwrap();
-    let shot = browser_rows(&html, &dir.join("report.png"));
+    let shot = browser::browser_rows(&html, &dir.join("report.png"));
     let _ = std::fs::remove_dir_all(&dir);
     if let Some(rows) = shot {
         // In the browser: rows of the heat map are red where lgn2 meets a partner, and the charts
@@ -759,69 +762,6 @@ fn the_html_report_draws_the_sweeps_pairs_with_the_bad_node_in_red() {
         ..page.find("<figure id=\"pernode\">").unwrap()];
     let red = heat.matches("fill=\"#D73027\"").count();
     assert!(red >= 2, "{red} red cells: {heat}");
-}
-
-/// Renders `html` with headless Chromium into `png` and counts each pixel row's colours with
-/// `scripts/lib/png_rows.py` (red, green, bar, curve, magenta), as node-agent/tests/html_report.rs
-/// does for `nccl check --html`. `None` without Chromium, unless `LG_REQUIRE_BROWSER=1`
-/// (scripts/test.sh), where that fails the test.
-fn browser_rows(html: &Path, png: &Path) -> Option<Vec<[u32; 5]>> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let browser = ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|n| std::env::split_paths(&path).map(move |d| d.join(n)))
-        .find(|p| p.is_file());
-    let Some(browser) = browser else {
-        let msg = "browser check skipped: chromium is not installed (apt-get install chromium)";
-        assert!(
-            std::env::var("LG_REQUIRE_BROWSER").as_deref() != Ok("1"),
-            "{msg}"
-        );
-        eprintln!("{msg}");
-        return None;
-    };
-    let shot = Command::new("timeout")
-        .arg("120")
-        .arg(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--force-device-scale-factor=1",
-            "--window-size=1000,2200",
-        ])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", html.display()))
-        .output()
-        .unwrap();
-    assert!(
-        shot.status.success() && png.is_file(),
-        "chromium --screenshot: {:?} {}",
-        shot.status,
-        String::from_utf8_lossy(&shot.stderr)
-    );
-    let out = Command::new("python3")
-        .arg(root().join("scripts/lib/png_rows.py"))
-        .arg(png)
-        .output()
-        .expect("python3 scripts/lib/png_rows.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .map(|l| {
-                let v: Vec<u32> = l.split(' ').skip(1).map(|x| x.parse().unwrap()).collect();
-                [v[0], v[1], v[2], v[3], v[4]]
-            })
-            .collect(),
-    )
 }
 
 #[test]

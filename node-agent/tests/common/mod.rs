@@ -200,3 +200,48 @@ impl Drop for Munged {
         self.stop();
     }
 }
+
+/// This machine's Slurm node (the one-node test cluster's NodeName).
+pub fn node() -> String {
+    launchguard_tests::node_name()
+}
+
+/// The node's (State, Reason) from `scontrol show node`.
+pub fn state() -> (String, String) {
+    let o = cmd(&["scontrol", "show", "node", &node()]);
+    let mut st = String::new();
+    let mut reason = String::new();
+    for l in o.stdout.lines() {
+        let l = l.trim();
+        if let Some(r) = l.strip_prefix("Reason=") {
+            reason = r.to_string();
+        }
+        for w in l.split_whitespace() {
+            if let Some(s) = w.strip_prefix("State=") {
+                st = s.to_string();
+            }
+        }
+    }
+    (st, reason)
+}
+
+/// `scontrol update NodeName=<node> State=RESUME`.
+pub fn resume() {
+    cmd(&[
+        "scontrol",
+        "update",
+        &format!("NodeName={}", node()),
+        "State=RESUME",
+    ]);
+}
+
+/// Resumes the node on drop when it is drained (also when an assertion fails), so later tests
+/// get a usable cluster.
+pub struct ResumeOnDrop;
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        if state().0.contains("DRAIN") {
+            resume();
+        }
+    }
+}
