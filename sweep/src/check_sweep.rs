@@ -638,21 +638,30 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
             "the check step ended without output from this node and no retry ran in the time left"
                 .into()
         });
-        let r = match st {
-            Some(s) if !s.usable() && !s.completing() => NodeResult::Unreachable {
-                reason: format!("{} ({words})", s.describe()),
-                diagnosis: None,
-            },
-            Some(s) => NodeResult::Unjudged {
-                reason: format!("{words} ({})", s.describe()),
-            },
-            None => NodeResult::Unjudged { reason: words },
-        };
-        results.insert(n.clone(), r);
+        results.insert(n.clone(), silent_node(words, st));
     }
     let now_state = |n: &str| known.get(n).cloned();
     diagnose_unreachable(&mut results, &launch_err, &now_state, left());
     Ok(assemble(&scope, results, now_state, steps, start.elapsed()))
+}
+
+/// What a node that gave no report, and that srun named in no launch error, is reported as. srun's
+/// other words (`words`: a refused or queued allocation, slurmctld or the login node's munged not
+/// answering, srun killed at the deadline) are about the step as a whole, not about the node, so
+/// only Slurm's own state for it can name it: unusable (`down*`, `idle*`, `completing*`, drained,
+/// allocated) is [`NodeResult::Unreachable`], diagnosed later; anything else is
+/// [`NodeResult::Unjudged`] with those words.
+pub fn silent_node(words: String, state: Option<&NodeState>) -> NodeResult {
+    match state {
+        Some(s) if !s.usable() => NodeResult::Unreachable {
+            reason: format!("{} ({words})", s.describe()),
+            diagnosis: None,
+        },
+        Some(s) => NodeResult::Unjudged {
+            reason: format!("{words} ({})", s.describe()),
+        },
+        None => NodeResult::Unjudged { reason: words },
+    }
 }
 
 /// Longest the sweep waits for nodes to finish completing a job (its own aborted step, or one that
@@ -1187,6 +1196,60 @@ mod tests {
         assert!(refused_busy(
             "Unable to allocate resources: Requested nodes are busy"
         ));
+    }
+
+    /// Issue 29's false alarms: a retry that failed for the step as a whole is no evidence against
+    /// the node. These are srun's words when the login node's munged, slurmctld or the allocation
+    /// fail; before, they were read as the node's launch error (`Protocol authentication error`
+    /// named the node's munge key, `Unable to contact slurm controller` its slurmd).
+    #[test]
+    fn a_retry_that_failed_for_the_whole_step_names_the_node_only_by_slurms_state() {
+        let st = |state: &str, reason: &str| NodeState {
+            node: "lgn11".into(),
+            state: state.into(),
+            reason: reason.into(),
+        };
+        for words in [
+            "its retry step failed before reaching the node: Unable to allocate resources: Protocol authentication error",
+            "its retry step failed before reaching the node: Unable to allocate resources: Unable to contact slurm controller (connect failure)",
+            "its retry step failed before reaching the node: Unable to allocate resources: Socket timed out on send/recv operation",
+            "its retry step was refused: Unable to allocate resources: Requested nodes are busy",
+            "its retry step could not start: cannot run srun: Resource temporarily unavailable",
+        ] {
+            for healthy in [st("idle", "none"), st("completing", "none"), st("mixed", "none")] {
+                let r = silent_node(words.into(), Some(&healthy));
+                assert!(
+                    matches!(&r, NodeResult::Unjudged { reason } if reason.starts_with(words)),
+                    "{r:?}"
+                );
+                let scope = vec!["lgn11".to_string()];
+                let rep = assemble(
+                    &scope,
+                    BTreeMap::from([("lgn11".to_string(), r)]),
+                    |_| Some(healthy.clone()),
+                    2,
+                    Duration::from_secs(1),
+                );
+                let ids: Vec<&str> = rep.nodes[0].findings.iter().map(|f| f.id.as_str()).collect();
+                assert_eq!(ids, vec!["cluster.node_unjudged"]);
+                assert_eq!(rep.exit_code, 3);
+            }
+            // Slurm itself marks the node: that is evidence, whatever srun said.
+            let down = st("down*", "Not responding");
+            let r = silent_node(words.into(), Some(&down));
+            assert!(matches!(&r, NodeResult::Unreachable { reason, .. } if reason.starts_with("Slurm state down*, reason 'Not responding' (")), "{r:?}");
+            assert!(matches!(
+                silent_node(words.into(), Some(&st("completing*", "none"))),
+                NodeResult::Unreachable { .. }
+            ));
+        }
+        // Not read as a stopped slurmd any more.
+        let d = diagnose::judge(&diagnose::Evidence {
+            launch_error: Some("Unable to contact slurm controller (connect failure)"),
+            reason: "none",
+            ctld_lines: &[],
+        });
+        assert_eq!(d.cause, Cause::Unknown);
     }
 
     /// The login-node side at 10,000 nodes: labelled output cut in srun's 1024-byte chunks, parsed,
