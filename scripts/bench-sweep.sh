@@ -15,7 +15,9 @@
 # lgn1, lgn<N/2>, lgnN) and per moment: `fresh` sweeps right after the key changed (slurmctld has
 # not noticed), `noticed` waits (bounded, 60 s) until sinfo shows the node not responding first.
 # One line per run: nodes, node broken, moment, ms, named, unjudged; each run's --json report is
-# kept in /tmp/lg-bench-sweep-<N>-<node>-<moment>.json.
+# kept in /tmp/lg-bench-sweep-<N>-<node>-<moment>.json. SLOW=S (with MUNGE_ONLY): every node sleeps S
+# seconds before its check (--check-command), so its report is lost with the step the broken node
+# aborts and the sweep's retry path runs (docs/sweep.md's `slow` row: SLOW=3).
 # `load` is the 1-minute load average when the size was done (the machine may be shared).
 # Holds /tmp/lg-cluster-multinode.lock (flock -o: the daemons do not keep it) for all sizes; leaves a 3-node cluster up, as the tests expect.
 #   LAUNCHGUARD=path (default target/release/launchguard)   SIZES="2 4 8"   REPS=5
@@ -48,7 +50,11 @@ print((",".join(sorted(bad)) or "-") + ("" if len(sys.argv)<2 else " " + (",".jo
 fault() { # [unjudged] -> "ms named [unjudged]"
   local t0 t1 j
   t0=$(now)
-  j=$("$LG" sweep --json --timeout 60 --check-arg=--config="$CONFIG" 2>/dev/null || true)
+  if [ -n "${SLOW:-}" ]; then
+    j=$("$LG" sweep --json --timeout 60 --check-command="sleep $SLOW; exec $(realpath "$LG") check --json --config=$CONFIG" 2>/dev/null || true)
+  else
+    j=$("$LG" sweep --json --timeout 60 --check-arg=--config="$CONFIG" 2>/dev/null || true)
+  fi
   t1=$(now)
   # Kept for reading afterwards: the last report of each kind of run.
   [ -z "${SAVE:-}" ] || printf '%s\n' "$j" > "$SAVE"
@@ -111,7 +117,7 @@ one_size() { # n
 if [ -n "${MUNGE_ONLY:-}" ]; then
   printf '%-5s %-6s %-8s %8s %-9s %s\n' nodes broken moment ms named unjudged
   flock -o /tmp/lg-cluster-multinode.lock bash -c "$(declare -f now ms flagged fault noticed munge_only)
-    LG='$LG' CONFIG='$CONFIG' POSITIONS='${POSITIONS:-first middle last}'
+    LG='$LG' CONFIG='$CONFIG' POSITIONS='${POSITIONS:-first middle last}' SLOW='${SLOW:-}'
     for n in $SIZES; do munge_only \$n || exit 1; done
     scripts/multinode.sh up 3 >/dev/null 2>&1"
   exit

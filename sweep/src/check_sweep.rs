@@ -358,31 +358,109 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         ask.sort_by_key(|n| scope.iter().position(|x| x == n));
     }
     let job = cleanup::job_name("lg-sweep");
+    // Slurm's node states as last seen: the first sinfo, updated by every later one.
+    let mut known: BTreeMap<String, NodeState> =
+        states.iter().map(|s| (s.node.clone(), s.clone())).collect();
     let mut steps = 0;
     let mut any_timeout = false;
     // Nodes whose check started but was still running when its step hit the deadline.
     let mut hung: BTreeSet<String> = BTreeSet::new();
+    // Nodes whose refused launch made srun abort the first step.
+    let mut aborted_by: Vec<String> = Vec::new();
     if !ask.is_empty() {
-        let budget = left() * 2 / 3;
-        steps += 1;
-        let (o, tasks) = check_step(opts, &ask, &job, budget)?;
-        // Ended by us (deadline, or srun's abort after a refused launch): its job is cancelled by
-        // name at the end, whatever srun managed before it died.
-        any_timeout |= o.timed_out || o.stopped;
-        absorb(&mut results, &mut unreadable, tasks);
-        if o.timed_out {
-            for n in unreadable.keys() {
-                hung.insert(n.clone());
+        // srun's job can be queued because a node became unusable between the sinfo above and the
+        // allocation (slurmctld marks a node not responding at any moment, or another job takes
+        // it): srun is then ended, the nodes read again, and the step launched again without the
+        // unusable ones, at most twice; a queue Slurm's states do not explain is left to srun's
+        // own --immediate wait.
+        let mut relaunches = 0;
+        loop {
+            let budget = left() * 2 / 3;
+            steps += 1;
+            let stop: fn(&str) -> bool = if relaunches < MAX_RELAUNCHES {
+                slurm::step_aborted_or_node_unavailable
+            } else {
+                slurm::step_aborted
+            };
+            let (o, tasks) = check_step(opts, &ask, &job, budget, stop)?;
+            // Ended by us (deadline, srun's abort after a refused launch, a queued job): its job
+            // is cancelled by name at the end, whatever srun managed before it died.
+            any_timeout |= o.timed_out || o.stopped;
+            absorb(&mut results, &mut unreadable, tasks);
+            if o.timed_out {
+                for n in unreadable.keys() {
+                    hung.insert(n.clone());
+                }
             }
-        }
-        for (n, why) in slurm::launch_errors(&o.stderr) {
-            launch_err.insert(n, why);
-        }
-        if o.stopped || o.timed_out {
-            // srun may have died (SIGKILL after its grace) still holding the allocation: cancel it
-            // now, so its nodes complete it and can be asked again.
-            cleanup::unsure();
-            cleanup::cancel_owned(left().min(Duration::from_secs(5)), true);
+            for (n, why) in slurm::launch_errors(&o.stderr) {
+                if !aborted_by.contains(&n) {
+                    aborted_by.push(n.clone());
+                }
+                launch_err.insert(n, why);
+            }
+            if o.stopped || o.timed_out {
+                // srun may have died (SIGKILL after its grace) still holding the allocation:
+                // cancel it now, so its nodes complete it and can be asked again.
+                cleanup::unsure();
+                cleanup::cancel_owned(left().min(Duration::from_secs(5)), true);
+            }
+            let Some(pending) = slurm::unavailable_reason(&o.stderr).filter(|_| o.stopped) else {
+                break;
+            };
+            relaunches += 1;
+            let fresh = slurm::sinfo(
+                None,
+                Some(&ask.join(",")),
+                left().min(Duration::from_secs(10)),
+            )
+            .unwrap_or_default();
+            for s in fresh {
+                known.insert(s.node.clone(), s);
+            }
+            let gone: Vec<String> = ask
+                .iter()
+                .filter(|n| known.get(*n).is_some_and(|s| !s.usable()))
+                .cloned()
+                .collect();
+            for n in &gone {
+                results.insert(
+                    n.clone(),
+                    NodeResult::Unreachable {
+                        reason: format!(
+                            "{}; the check step's job was queued for it (srun: {pending})",
+                            known[n].describe()
+                        ),
+                        diagnosis: None,
+                    },
+                );
+            }
+            ask.retain(|n| !gone.contains(n));
+            // Nodes that started completing a job meanwhile: waited for, as before the first step.
+            let completing: Vec<String> = ask
+                .iter()
+                .filter(|n| known.get(*n).is_some_and(NodeState::completing))
+                .cloned()
+                .collect();
+            if !completing.is_empty() {
+                let until = Instant::now() + (left() / 4).min(MAX_COMPLETING_WAIT);
+                let (_, still) = wait_completed(&completing, until);
+                for (n, st) in still {
+                    ask.retain(|m| *m != n);
+                    results.insert(
+                        n.clone(),
+                        NodeResult::Unjudged {
+                            reason: format!(
+                                "it was completing a job when the check step was launched, and still was past the wait ({})",
+                                st.describe()
+                            ),
+                        },
+                    );
+                    known.insert(n, st);
+                }
+            }
+            if ask.is_empty() || left() < Duration::from_secs(1) {
+                break;
+            }
         }
     }
     // Per-node retries for the silent ones, in parallel, in the time left.
@@ -393,6 +471,10 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         .filter(|n| !results.contains_key(*n) && !launch_err.contains_key(*n))
         .cloned()
         .collect();
+    // What the sweep saw of a node that did not answer but that no evidence names: srun's words
+    // about the step as a whole (a refused or queued allocation, a failure on the login node).
+    // Such a node is reported from Slurm's own state for it, never from these words.
+    let mut inconclusive: BTreeMap<String, String> = BTreeMap::new();
     if !missing.is_empty() && left() > Duration::from_millis(500) {
         for n in &missing {
             unreadable.remove(n);
@@ -405,22 +487,30 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         let (_, still) = wait_completed(&missing, until);
         for (n, st) in still {
             missing.retain(|m| *m != n);
-            results.insert(
-                n,
-                NodeResult::Unjudged {
-                    reason: format!(
-                        "it was still completing this sweep's own aborted step {:.0} s later ({})",
-                        waited.elapsed().as_secs_f64(),
-                        st.describe()
-                    ),
-                },
-            );
+            let after = waited.elapsed().as_secs_f64();
+            let reason = if aborted_by.is_empty() {
+                format!(
+                    "it was still completing this sweep's own aborted step {after:.0} s later ({})",
+                    st.describe()
+                )
+            } else {
+                // Slurm's reverse tree (src/common/reverse_tree.h, REVERSE_TREE_CHILDREN_TIMEOUT):
+                // slurmstepd waits up to 60 s for the step-completion message of each node below
+                // it, and a node that refused the launch never sends one.
+                format!(
+                    "it was still completing this sweep's check step {after:.0} s after {} refused the launch and srun aborted the step ({}): slurmstepd there waits up to 60 s for the step-completion message of a node below it in Slurm's step tree that never started the step",
+                    aborted_by.join(", "),
+                    st.describe()
+                )
+            };
+            known.insert(n.clone(), st);
+            results.insert(n, NodeResult::Unjudged { reason });
         }
     }
     if !missing.is_empty() && left() > Duration::from_millis(500) {
         let retry_deadline = Instant::now() + left().saturating_sub(Duration::from_millis(300));
         let queue = Arc::new(Mutex::new(missing.clone()));
-        type Done = Vec<(String, slurm::Output, Vec<TaskOutput>)>;
+        type Done = Vec<(String, Result<(slurm::Output, Vec<TaskOutput>), String>)>;
         let done: Arc<Mutex<Done>> = Arc::default();
         let mut handles = Vec::new();
         for _ in 0..opts.parallel.max(1).min(missing.len()) {
@@ -431,10 +521,15 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
                     if b.is_zero() || cleanup::exiting() {
                         break;
                     }
-                    if let Ok((o, tasks)) = check_step(&opts, std::slice::from_ref(&n), &job, b) {
-                        if let Ok(mut d) = done.lock() {
-                            d.push((n, o, tasks));
-                        }
+                    let r = check_step(
+                        &opts,
+                        std::slice::from_ref(&n),
+                        &job,
+                        b,
+                        slurm::step_aborted,
+                    );
+                    if let Ok(mut d) = done.lock() {
+                        d.push((n, r));
                     }
                 }
             }));
@@ -443,41 +538,47 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
             let _ = h.join();
         }
         steps += missing.len();
-        for (n, o, tasks) in done.lock().map(|d| d.clone()).unwrap_or_default() {
+        for (n, r) in done.lock().map(|d| d.clone()).unwrap_or_default() {
+            let (o, tasks) = match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // srun did not even start here (the login node's fault, not the node's).
+                    inconclusive.insert(n, format!("its retry step could not start: {e}"));
+                    continue;
+                }
+            };
             any_timeout |= o.timed_out || o.stopped;
             absorb(&mut results, &mut unreadable, tasks);
             if o.timed_out && unreadable.contains_key(&n) {
                 hung.insert(n.clone());
             }
-            if results.contains_key(&n) {
+            if results.contains_key(&n) || unreadable.contains_key(&n) {
                 continue;
             }
-            if let Some(busy) = slurm::srun_error(&o.stderr).filter(|e| refused_busy(e)) {
-                // Refused before anything ran there: the node was busy (most often still
-                // completing our own step), which says nothing against it.
-                unreadable.remove(&n);
-                results.insert(
-                    n,
-                    NodeResult::Unjudged {
-                        reason: format!("its retry step was refused: {busy}"),
-                    },
-                );
+            // Evidence about this node: a launch error srun names it in.
+            if let Some((_, why)) = slurm::launch_errors(&o.stderr)
+                .into_iter()
+                .find(|(x, _)| *x == n)
+            {
+                launch_err.entry(n).or_insert(why);
                 continue;
             }
-            let why = if o.timed_out {
+            // Anything else is about the step as a whole: a refused or queued allocation
+            // (`Requested nodes are busy`, most often the node still completing our own step),
+            // slurmctld or the login node's munged not answering, srun killed at the deadline.
+            let words = if o.timed_out {
                 format!(
-                    "no answer within {:.0} s (srun killed)",
+                    "its retry step did not start within {:.0} s (srun killed at the deadline)",
                     o.elapsed.as_secs_f64()
                 )
             } else {
-                slurm::launch_errors(&o.stderr)
-                    .into_iter()
-                    .find(|(x, _)| *x == n)
-                    .map(|(_, w)| w)
-                    .or_else(|| slurm::srun_error(&o.stderr))
-                    .unwrap_or_else(|| format!("srun exited {:?} with no output", o.code))
+                match slurm::srun_error(&o.stderr) {
+                    Some(e) if refused_busy(&e) => format!("its retry step was refused: {e}"),
+                    Some(e) => format!("its retry step failed before reaching the node: {e}"),
+                    None => format!("its retry step's srun exited {:?} with no output", o.code),
+                }
             };
-            launch_err.entry(n).or_insert(why);
+            inconclusive.insert(n, words);
         }
     }
     if any_timeout {
@@ -502,6 +603,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
         let budget = (left() + Duration::from_secs(1)).min(Duration::from_secs(10));
         slurm::sinfo(None, Some(&silent.join(",")), budget).unwrap_or_default()
     };
+    for s in &fresh {
+        known.insert(s.node.clone(), s.clone());
+    }
     for n in &silent {
         if let Some(detail) = unreadable.remove(n) {
             let r = if hung.contains(n) {
@@ -515,30 +619,49 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
             continue;
         }
         let st = fresh.iter().find(|s| s.node == *n);
-        let mut reason = launch_err
-            .get(n)
-            .cloned()
-            .unwrap_or_else(|| "the step ended without output from this node".into());
-        if let Some(s) = st {
-            reason = format!("{reason} ({})", s.describe());
+        if let Some(why) = launch_err.get(n) {
+            let reason = match st {
+                Some(s) => format!("{why} ({})", s.describe()),
+                None => why.clone(),
+            };
+            results.insert(
+                n.clone(),
+                NodeResult::Unreachable {
+                    reason,
+                    diagnosis: None,
+                },
+            );
+            continue;
         }
-        results.insert(
-            n.clone(),
-            NodeResult::Unreachable {
-                reason,
-                diagnosis: None,
-            },
-        );
+        // No word from srun about this node itself: only Slurm's state for it can name it.
+        let words = inconclusive.remove(n).unwrap_or_else(|| {
+            "the check step ended without output from this node and no retry ran in the time left"
+                .into()
+        });
+        results.insert(n.clone(), silent_node(words, st));
     }
-    let now_state = |n: &str| {
-        fresh
-            .iter()
-            .find(|s| s.node == n)
-            .cloned()
-            .or_else(|| state_of(n))
-    };
+    let now_state = |n: &str| known.get(n).cloned();
     diagnose_unreachable(&mut results, &launch_err, &now_state, left());
     Ok(assemble(&scope, results, now_state, steps, start.elapsed()))
+}
+
+/// What a node that gave no report, and that srun named in no launch error, is reported as. srun's
+/// other words (`words`: a refused or queued allocation, slurmctld or the login node's munged not
+/// answering, srun killed at the deadline) are about the step as a whole, not about the node, so
+/// only Slurm's own state for it can name it: unusable (`down*`, `idle*`, `completing*`, drained,
+/// allocated) is [`NodeResult::Unreachable`], diagnosed later; anything else is
+/// [`NodeResult::Unjudged`] with those words.
+pub fn silent_node(words: String, state: Option<&NodeState>) -> NodeResult {
+    match state {
+        Some(s) if !s.usable() => NodeResult::Unreachable {
+            reason: format!("{} ({words})", s.describe()),
+            diagnosis: None,
+        },
+        Some(s) => NodeResult::Unjudged {
+            reason: format!("{words} ({})", s.describe()),
+        },
+        None => NodeResult::Unjudged { reason: words },
+    }
 }
 
 /// Longest the sweep waits for nodes to finish completing a job (its own aborted step, or one that
@@ -546,6 +669,10 @@ pub fn sweep(opts: &SweepOptions) -> Result<SweepReport, String> {
 /// in well under a second; a node slurmctld cannot reach stays completing until slurmctld marks it
 /// down, which the sweep does not wait for.
 pub const MAX_COMPLETING_WAIT: Duration = Duration::from_secs(5);
+
+/// Most times the first check step is launched again after its job was queued for a node that
+/// became unusable ([`slurm::node_unavailable`]); past that, srun's own `--immediate` wait decides.
+const MAX_RELAUNCHES: usize = 2;
 
 /// Polls `sinfo` for `nodes` (every 200 ms) until none is completing or `until`: (the nodes done,
 /// the nodes still completing with their last state). A node sinfo does not list counts as done
@@ -692,13 +819,14 @@ fn check_step(
     nodes: &[String],
     job: &str,
     budget: Duration,
+    stop: fn(&str) -> bool,
 ) -> Result<(slurm::Output, Vec<TaskOutput>), String> {
     let mut parser = CappedParser::default();
     let o = slurm::run_streaming_until(
         &mut srun_cmd(opts, nodes, job, budget),
         budget,
         &mut |l| parser.feed_line(l),
-        slurm::step_aborted,
+        stop,
     )?;
     let tasks = parser.finish(&o.stderr);
     Ok((o, tasks))
@@ -1146,6 +1274,60 @@ mod tests {
         assert!(refused_busy(
             "Unable to allocate resources: Requested nodes are busy"
         ));
+    }
+
+    /// Issue 29's false alarms: a retry that failed for the step as a whole is no evidence against
+    /// the node. These are srun's words when the login node's munged, slurmctld or the allocation
+    /// fail; before, they were read as the node's launch error (`Protocol authentication error`
+    /// named the node's munge key, `Unable to contact slurm controller` its slurmd).
+    #[test]
+    fn a_retry_that_failed_for_the_whole_step_names_the_node_only_by_slurms_state() {
+        let st = |state: &str, reason: &str| NodeState {
+            node: "lgn11".into(),
+            state: state.into(),
+            reason: reason.into(),
+        };
+        for words in [
+            "its retry step failed before reaching the node: Unable to allocate resources: Protocol authentication error",
+            "its retry step failed before reaching the node: Unable to allocate resources: Unable to contact slurm controller (connect failure)",
+            "its retry step failed before reaching the node: Unable to allocate resources: Socket timed out on send/recv operation",
+            "its retry step was refused: Unable to allocate resources: Requested nodes are busy",
+            "its retry step could not start: cannot run srun: Resource temporarily unavailable",
+        ] {
+            for healthy in [st("idle", "none"), st("completing", "none"), st("mixed", "none")] {
+                let r = silent_node(words.into(), Some(&healthy));
+                assert!(
+                    matches!(&r, NodeResult::Unjudged { reason } if reason.starts_with(words)),
+                    "{r:?}"
+                );
+                let scope = vec!["lgn11".to_string()];
+                let rep = assemble(
+                    &scope,
+                    BTreeMap::from([("lgn11".to_string(), r)]),
+                    |_| Some(healthy.clone()),
+                    2,
+                    Duration::from_secs(1),
+                );
+                let ids: Vec<&str> = rep.nodes[0].findings.iter().map(|f| f.id.as_str()).collect();
+                assert_eq!(ids, vec!["cluster.node_unjudged"]);
+                assert_eq!(rep.exit_code, 3);
+            }
+            // Slurm itself marks the node: that is evidence, whatever srun said.
+            let down = st("down*", "Not responding");
+            let r = silent_node(words.into(), Some(&down));
+            assert!(matches!(&r, NodeResult::Unreachable { reason, .. } if reason.starts_with("Slurm state down*, reason 'Not responding' (")), "{r:?}");
+            assert!(matches!(
+                silent_node(words.into(), Some(&st("completing*", "none"))),
+                NodeResult::Unreachable { .. }
+            ));
+        }
+        // Not read as a stopped slurmd any more.
+        let d = diagnose::judge(&diagnose::Evidence {
+            launch_error: Some("Unable to contact slurm controller (connect failure)"),
+            reason: "none",
+            ctld_lines: &[],
+        });
+        assert_eq!(d.cause, Cause::Unknown);
     }
 
     /// The login-node side at 10,000 nodes: labelled output cut in srun's 1024-byte chunks, parsed,

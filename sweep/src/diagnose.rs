@@ -60,11 +60,12 @@ const AUTH: [&str; 4] = [
     "invalid credential",
     "zero bytes were transmitted or received",
 ];
-const DOWN: [&str; 4] = [
+// Not "Unable to contact slurm controller": that is the login node failing to reach slurmctld,
+// which says nothing about any compute node.
+const DOWN: [&str; 3] = [
     "communication connection failure",
     "connection refused",
     "no route to host",
-    "unable to contact slurm controller",
 ];
 const HUNG: [&str; 1] = ["socket timed out"];
 

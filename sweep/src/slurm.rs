@@ -63,6 +63,34 @@ pub fn step_aborted(line: &str) -> bool {
     line.starts_with("srun: Job step aborted")
 }
 
+/// srun's pending reason when a node it asked for cannot take the job now, printed just before
+/// `srun: job N queued and waiting for resources`: `srun: Required node not available (down,
+/// drained or reserved)` (slurmctld marked a node not responding or down after the sweep's sinfo)
+/// or `srun: Requested nodes are busy` (a node was allocated or started completing a job). With
+/// `--immediate=N` srun would wait up to N s and then give up on every node; the sweep ends srun
+/// at this line instead and reads the nodes' states again. A job queued for another reason (no
+/// reason line at all under `SchedulerParameters=defer`, slurm.conf(5)) is left to srun.
+pub fn node_unavailable(line: &str) -> bool {
+    matches!(
+        line.trim_end(),
+        "srun: Required node not available (down, drained or reserved)"
+            | "srun: Requested nodes are busy"
+    )
+}
+
+/// [`step_aborted`] or [`node_unavailable`]: where the sweep ends its first check step's srun.
+pub fn step_aborted_or_node_unavailable(line: &str) -> bool {
+    step_aborted(line) || node_unavailable(line)
+}
+
+/// The [`node_unavailable`] reason in srun's stderr, without `srun: `.
+pub fn unavailable_reason(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .find(|l| node_unavailable(l))
+        .map(|l| l.trim_end().trim_start_matches("srun: ").to_string())
+}
+
 fn run_inner(
     cmd: &mut Command,
     timeout: Duration,
@@ -508,6 +536,24 @@ NodeName=swap-a NodeHostName=swap-b\nNodeName=swap-b NodeHostName=swap-a\n";
             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."
         ));
         assert!(!step_aborted("0: srun: Job step aborted"));
+        // srun 22.05's lines when a requested node went unusable after the sweep's sinfo.
+        let pend = "srun: Required node not available (down, drained or reserved)\nsrun: job 8 queued and waiting for resources\n";
+        assert!(pend.lines().any(step_aborted_or_node_unavailable));
+        assert_eq!(
+            unavailable_reason(pend).as_deref(),
+            Some("Required node not available (down, drained or reserved)")
+        );
+        assert!(node_unavailable("srun: Requested nodes are busy"));
+        // A refusal (srun gave up) and a task's own output are not the pending reason; neither
+        // is a job queued without one (SchedulerParameters=defer).
+        assert!(!node_unavailable(
+            "srun: error: Unable to allocate resources: Requested nodes are busy"
+        ));
+        assert!(!node_unavailable("0: srun: Requested nodes are busy"));
+        assert_eq!(
+            unavailable_reason("srun: job 9 queued and waiting for resources\n"),
+            None
+        );
     }
 
     #[test]

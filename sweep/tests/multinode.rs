@@ -323,22 +323,179 @@ fn a_node_with_a_different_munge_key_that_slurmctld_marked_not_responding_is_nam
     assert!(line.contains("slurmctld's log: "), "{line}");
 }
 
-/// Issue 29 as filed: on 16 nodes, a foreign key on lgn8 left lgn1 completing the sweep's aborted
-/// step; the per-node retry waited 30 s (`--immediate`) and named lgn1 unreachable.
-#[test]
-fn on_sixteen_nodes_a_foreign_munge_key_names_that_node_only_and_does_not_wait_for_slurmctld() {
-    let c = Cluster::up_n(16);
-    c.break_node("lgn8", "munge-key");
-    let (r, code, elapsed) = sweep(60);
-    assert_eq!(code, 2, "{r:#}");
-    assert_only_named(&r, "lgn8");
-    assert_eq!(
-        finding_ids(node(&r, "lgn8")),
-        vec!["cluster.munge_auth"],
-        "{r:#}"
+/// When the sweep looks at a broken node, relative to slurmctld.
+#[derive(Clone, Copy, Debug)]
+enum Moment {
+    /// Right after the key changed: slurmctld may not have noticed yet.
+    Fresh,
+    /// After slurmctld marked the node not responding (`*`).
+    Noticed,
+}
+
+/// `--check-command` running the real check after `secs` seconds: the nodes' reports then come
+/// after srun has aborted a step another node refused, so the sweep must ask them again (the path
+/// on which issue 29's healthy nodes were named).
+fn slow_check(secs: u32) -> String {
+    format!(
+        "sleep {secs}; exec {} check --json --config={}",
+        launchguard().display(),
+        root()
+            .join("sweep/tests/fixtures/multinode-launchguard.toml")
+            .display()
+    )
+}
+
+/// Breaks `bad`'s munge key, sweeps (`extra` arguments, else the fixture's config), heals the nodes.
+/// Asserts the exact set of nodes named (`bad` alone, as `cluster.munge_auth` with the key fix);
+/// every other node answered with no finding or is unjudged with a reason that names `bad`, the
+/// node whose refused launch aborted the step (a healthy node Slurm holds completing that step).
+/// Returns the report and the sweep's wall time.
+fn munge_fault(c: &Cluster, bad: &str, moment: Moment, extra: &[String]) -> (Value, Duration) {
+    c.break_node(bad, "munge-key");
+    if let Moment::Noticed = moment {
+        wait_for(
+            &format!("slurmctld to mark {bad} not responding"),
+            60,
+            || state(bad).contains('*'),
+        );
+    }
+    let config = format!(
+        "--check-arg=--config={}",
+        root()
+            .join("sweep/tests/fixtures/multinode-launchguard.toml")
+            .display()
     );
+    let mut args: Vec<&str> = vec!["sweep", "--timeout", "60"];
+    if extra.is_empty() {
+        args.push(&config);
+    }
+    args.extend(extra.iter().map(String::as_str));
+    let (r, code, elapsed) = run_json(&args, &[]);
+    // Every node, not only `bad`: the nodes Slurm holds completing the aborted step (up to 60 s)
+    // are ended too, so the next sweep starts on an idle cluster.
+    multinode(&["heal"]);
+    let (named, unjudged) = named_and_unjudged(&r);
+    assert_eq!(named, vec![bad.to_string()], "{moment:?}: {r:#}");
+    assert_eq!(code, 2, "{moment:?}: {r:#}");
+    let n = node(&r, bad);
+    assert_eq!(finding_ids(n), vec!["cluster.munge_auth"], "{n:#}");
+    let line = n["findings"][0]["line"].as_str().unwrap();
+    assert!(
+        line.contains("munge key differs")
+            && line.contains(&format!("copy the cluster's /etc/munge/munge.key to {bad}")),
+        "{line}"
+    );
+    for name in &unjudged {
+        let u = node(&r, name);
+        let why = u["findings"][0]["line"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("after {bad} refused the launch")),
+            "{name} is unjudged without naming {bad}: {why}"
+        );
+    }
+    assert_only_named(&r, bad);
+    (r, elapsed)
+}
+
+/// Issue 29 as filed: on 16 nodes, a foreign key on lgn8 left lgn1 completing the sweep's aborted
+/// step; the per-node retry waited 30 s (`--immediate`) and named lgn1 unreachable. Then the first
+/// node once slurmctld marked it, and the last one with checks slow enough that every other node's
+/// report is lost with the aborted step and asked again (the retry path).
+#[test]
+fn on_sixteen_nodes_a_foreign_munge_key_on_any_node_names_that_node_only() {
+    let c = Cluster::up_n(16);
+    let (_, elapsed) = munge_fault(&c, "lgn8", Moment::Fresh, &[]);
     // First step + the bounded wait (5 s) + one retry round: well under srun's 30 s --immediate.
     assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+    munge_fault(&c, "lgn1", Moment::Noticed, &[]);
+    let slow = format!("--check-command={}", slow_check(2));
+    let (r, elapsed) = munge_fault(&c, "lgn16", Moment::Fresh, &[slow]);
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}: {r:#}");
+}
+
+/// Four nodes: the first and the last node broken, each swept before slurmctld notices.
+#[test]
+fn on_four_nodes_a_foreign_munge_key_on_the_first_or_the_last_node_names_that_node_only() {
+    let c = Cluster::up_n(4);
+    munge_fault(&c, "lgn1", Moment::Fresh, &[]);
+    munge_fault(&c, "lgn4", Moment::Fresh, &[]);
+}
+
+/// slurmctld marks a node not responding between the sweep's sinfo (which said `idle`) and its
+/// srun: the step's job is queued (`Required node not available`), and before issue 29's second
+/// fix srun waited out `--immediate`, every node was asked again one by one, and the broken node's
+/// own retry was refused the same way and read as "unjudged": the one faulty node was not named.
+/// Made certain with `sinfo_late.sh`, which gives the sweep the real sinfo output taken before the
+/// key changed, once slurmctld has marked the node.
+#[test]
+fn a_node_marked_not_responding_between_the_sweeps_sinfo_and_its_srun_is_named() {
+    let c = Cluster::up();
+    let dir = std::env::temp_dir().join(format!("lg-sinfo-late-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let real = ["/usr/bin/sinfo", "/usr/local/bin/sinfo"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("sinfo");
+    let before = Command::new(real)
+        .args(["-N", "-h", "-o", "%N|%T|%E", "-p", "lgmn"])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    assert!(before.status.success(), "{before:?}");
+    assert!(
+        !String::from_utf8_lossy(&before.stdout).contains('*'),
+        "{before:?}"
+    );
+    std::fs::write(dir.join("before"), &before.stdout).unwrap();
+    std::os::unix::fs::symlink(
+        root().join("sweep/tests/fixtures/sinfo_late.sh"),
+        dir.join("sinfo"),
+    )
+    .unwrap();
+    c.break_node("lgn2", "munge-key");
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let before_file = dir.join("before").display().to_string();
+    let config = format!(
+        "--check-arg=--config={}",
+        root()
+            .join("sweep/tests/fixtures/multinode-launchguard.toml")
+            .display()
+    );
+    let (r, code, _) = run_json(
+        &["sweep", "--timeout", "60", &config],
+        &[
+            ("PATH", &path),
+            ("LG_REAL_SINFO", real),
+            ("LG_SINFO_BEFORE", &before_file),
+            ("LG_LATE_NODE", "lgn2"),
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        named_and_unjudged(&r),
+        (vec!["lgn2".to_string()], vec![]),
+        "{r:#}"
+    );
+    assert_eq!(code, 2, "{r:#}");
+    let n = node(&r, "lgn2");
+    assert_eq!(finding_ids(n), vec!["cluster.munge_auth"], "{n:#}");
+    let line = n["findings"][0]["line"].as_str().unwrap();
+    assert!(
+        line.contains("Required node not available") && line.contains("munge key differs"),
+        "{line}"
+    );
+    assert_healthy_except(&r, "lgn2");
+    // srun's --immediate wait (a third of the time left) is not waited out.
+    assert!(
+        r["duration_ms"].as_f64().unwrap() < 15_000.0,
+        "{}",
+        r["duration_ms"]
+    );
 }
 
 /// Guards the wait before the first step. It passes with the code before issue 29 as well (srun's
