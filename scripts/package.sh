@@ -80,6 +80,11 @@ SLURM_REL=$(printf '%d.%02d' "$major" "$minor")
 next_minor=$(printf '%d.%02d' "$major" $((minor + 1)))
 VARIANT=slurm-$major-$(printf '%02d' "$minor")
 [ "$ARCH" = amd64 ] || VARIANT=$VARIANT-$ARCH
+# Only the plugin depends on the Slurm headers: for another release's headers it is built into
+# target/slurm-XX.YY/ (as `cluster.sh build-plugin` does), while the launchguard binary, the same for
+# every release, is built once in the usual target directory and copied beside it (a second build of
+# it from cold takes minutes on a small machine).
+BIN_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 if [ "$INCLUDE" != /usr/include ]; then
   export SLURM_INCLUDE_DIR=$INCLUDE
   export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target/slurm-$SLURM_REL}
@@ -90,14 +95,23 @@ log "launchguard $VERSION for Slurm $SLURM_REL on $ARCH (headers: $vh)"
 grep -qF "[package.metadata.deb.variants.$VARIANT]" node-agent/Cargo.toml ||
   die "no [package.metadata.deb.variants.$VARIANT] in node-agent/Cargo.toml: add one (name and Depends on slurm-wlm-basic-plugins $SLURM_REL) for this Slurm release"
 
-log "cargo build --release -p spank-launchguard -p launchguard${RUST_TARGET:+ --target $RUST_TARGET}"
-cargo build --release --quiet -p spank-launchguard -p launchguard ${RUST_TARGET:+--target "$RUST_TARGET"}
 REL=$TARGET_DIR/${RUST_TARGET:+$RUST_TARGET/}release
+if [ "$TARGET_DIR" = "$BIN_TARGET_DIR" ]; then
+  log "cargo build --release -p spank-launchguard -p launchguard${RUST_TARGET:+ --target $RUST_TARGET}"
+  cargo build --release --quiet -p spank-launchguard -p launchguard ${RUST_TARGET:+--target "$RUST_TARGET"}
+else
+  log "cargo build --release -p spank-launchguard${RUST_TARGET:+ --target $RUST_TARGET} (into $TARGET_DIR), -p launchguard (into $BIN_TARGET_DIR)"
+  cargo build --release --quiet -p spank-launchguard ${RUST_TARGET:+--target "$RUST_TARGET"}
+  CARGO_TARGET_DIR=$BIN_TARGET_DIR cargo build --release --quiet -p launchguard ${RUST_TARGET:+--target "$RUST_TARGET"}
+  mkdir -p "$REL"
+  cp -f "$BIN_TARGET_DIR/${RUST_TARGET:+$RUST_TARGET/}release/launchguard" "$REL/launchguard"
+  [ -z "$RUST_TARGET" ] || { CARGO_TARGET_DIR=$BIN_TARGET_DIR cargo build --release --quiet -p launchguard; mkdir -p "$TARGET_DIR/release"; cp -f "$BIN_TARGET_DIR/release/launchguard" "$TARGET_DIR/release/launchguard"; }
+fi
 [ -f "$REL/libspank_launchguard.so" ] || die "$REL/libspank_launchguard.so was not built"
 # Man pages and completions come from this machine's own build (they do not depend on the
 # architecture, and an aarch64 binary would need qemu to run here).
 BIN=$TARGET_DIR/release/launchguard
-[ -z "$RUST_TARGET" ] || cargo build --release --quiet -p launchguard
+[ -z "$RUST_TARGET" ] || [ "$TARGET_DIR" != "$BIN_TARGET_DIR" ] || cargo build --release --quiet -p launchguard
 
 # Generated files the manifests' assets name: man pages, completions, the RPM's plugstack snippet.
 rm -rf "$STAGE"

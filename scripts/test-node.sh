@@ -32,6 +32,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 . "$ROOT/scripts/lib/apt.sh"
+. "$ROOT/scripts/lib/install-doc.sh"
 [ "$(id -u)" = 0 ] || { echo "test-node: run as root" >&2; exit 2; }
 WORK=$(mktemp -d /tmp/launchguard-test-node.XXXXXX)
 NODE_ROOT=/run/lg-node/root
@@ -65,20 +66,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# readme_cmd REGEX: the one command line of docs/install.md's "Install (admins)" section (its sh blocks and
-# inline `code`) matching REGEX, trailing comment removed. Fails when there is not exactly one.
-readme_cmd() {
-  local lines n
-  lines=$(awk '/^## Install \(admins\)/ { on = 1; next } /^### From source/ { on = 0 } on' docs/install.md |
-    awk '/^```sh/ { c = 1; next } /^```/ { c = 0 } c { print; next } { while (match($0, /`[^`]+`/)) { print substr($0, RSTART + 1, RLENGTH - 2); $0 = substr($0, RSTART + RLENGTH) } }' |
-    sed 's/[[:space:]]\{2,\}#.*$//; s/[[:space:]]*$//' | grep -E -- "$1" | sort -u)
-  n=$(printf '%s' "$lines" | grep -c . || true)
-  if [ "$n" != 1 ]; then
-    echo "test-node: docs/install.md's Install section has $n lines matching '$1'" >&2
-    return 1
-  fi
-  printf '%s\n' "$lines"
-}
 # readme_run NAME REGEX: runs that docs/install.md line verbatim in the node (in /root, where the .debs are).
 readme_run() {
   local n=$1 line

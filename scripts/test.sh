@@ -7,6 +7,7 @@
 #   FUZZ_SECONDS=N   seconds per fuzz target (default 10; 0 skips fuzzing)
 #   LG_RELEASES="host trixie sid"   which clusters to test (default all three)
 #   LG_ARM64=0                   skips the arm64 stage (Grace nodes, emulated; see below)
+#   LG_VM=0                      skips the cgroup v2 VM stage (scripts/test-vm.sh; see below)
 # It ends with `tests: N passed, N failed, N skipped`, on success and failure alike. On a failure it
 # also prints the stage that failed, the command that reruns exactly the failed test (with the
 # variables the cluster tests need) or the stage, and which clusters it left running
@@ -33,6 +34,9 @@ trap 'rc=$?; if [ "$rc" != 0 ]; then test_failed "$rc" || true; fi; rm -f "$LOG"
 
 case " $RELEASES " in *" host "*) HOST=1 ;; *) HOST=0 ;; esac
 ARM64=${LG_ARM64:-1}
+# The cgroup v2 VM runs Slurm 24.11 and installs the 24.11 .deb, built from the trixie chroot's headers
+# with the host's packaging tools: it needs both clusters.
+case " $RELEASES " in *" trixie "*) VM=${LG_VM:-$HOST} ;; *) VM=0 ;; esac
 # The host cluster first: its packages (libslurm-dev, clang) are what the build needs.
 [ "$HOST" = 0 ] || scripts/cluster.sh up
 # launchguard sweep (issue 8): a three-node Slurm on this machine (namespaces, ports 6917/6918) for
@@ -58,6 +62,7 @@ set -m
   done
   if [ "$HOST" = 1 ]; then scripts/node.sh rootfs && touch "$PREP/node" || exit 1; fi
   if [ "$ARM64" != 0 ]; then LG_CLUSTER=arm64 scripts/cluster.sh prepare && touch "$PREP/arm64" || exit 1; fi
+  if [ "$VM" != 0 ]; then scripts/vm.sh image && touch "$PREP/vm" || exit 1; fi
 ) </dev/null >"$PREP/prep.log" 2>&1 &
 PREP_PID=$!
 # The tools the later stages need, compiled in the background at low priority (nice 10) so that they
@@ -150,6 +155,15 @@ case " $RELEASES " in
   *" host "*) LG_NODE_DEB=$(ls target/packages/launchguard_*-1+slurm"$(srun --version | awk '{ split($2, v, "."); print v[1] "." v[2] }')"_amd64.deb) \
     scripts/test-node.sh 2>&1 | tee -a "$LOG" ;;
 esac
+# The cgroup v2 node (scripts/test-vm.sh; rootfs cached in /srv/lg-vm): the 24.11 .deb installed as
+# docs/install.md says on a real VM with its own kernel (QEMU, software emulation), systemd as PID 1,
+# CgroupPlugin=cgroup/v2: devices behind the eBPF filter, CPUs bound to -c, HealthCheckProgram,
+# /run/enroot after a real reboot, `launchguard check` on a real kernel.
+if [ "$VM" != 0 ]; then
+  stage "the cgroup v2 node (scripts/test-vm.sh)" "scripts/test-vm.sh"
+  ready vm; ready package-tools tools
+  scripts/test-vm.sh 2>&1 | tee -a "$LOG"
+fi
 # The fuzzers (built in the background above), two targets at a time.
 if [ "${FUZZ_SECONDS:-10}" != 0 ]; then
   stage "fuzz" "FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh"

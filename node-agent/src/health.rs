@@ -48,6 +48,16 @@ impl NodeState {
     fn drained(&self) -> bool {
         self.state.contains("DRAIN")
     }
+
+    /// Whether the node's state is one a `Reason=` explains: drained, down, failed, or a reboot or
+    /// power-down someone asked for (scontrol(1) `State=`, `Reason=`). Slurm 24.11 keeps the last
+    /// reason after `scontrol update State=RESUME` (measured on 24.11.5; 22.05 clears it), so on an
+    /// IDLE, MIXED or ALLOCATED node a reason is a leftover that holds nothing back.
+    fn reason_in_effect(&self) -> bool {
+        ["DRAIN", "DOWN", "FAIL", "REBOOT", "POWER"]
+            .iter()
+            .any(|f| self.state.contains(f))
+    }
 }
 
 /// What to do.
@@ -136,15 +146,20 @@ pub fn reason_id(reason: &str) -> Option<&str> {
 
 /// Decides what to do from the node's state, the reason launchguard would set (`want`, from the
 /// CRITICAL checks) and the status of any check by ID. Rules: any reason not starting with
-/// `launchguard:` is someone else's and is never touched, whatever the node's state; a node is
-/// resumed only from DRAIN (never from DOWN, which slurmctld may have set), only when launchguard set
-/// the reason, and only when the check named in it is OK now (UNKNOWN keeps the drain).
+/// `launchguard:` is someone else's and is never touched while it is in effect (the node drained,
+/// down, failed, or a reboot or power-down pending); a reason left on a node back in service (Slurm
+/// 24.11 keeps it after a resume) is no one's; a node is resumed only from DRAIN (never from DOWN,
+/// which slurmctld may have set), only when launchguard set the reason, and only when the check
+/// named in it is OK now (UNKNOWN keeps the drain).
 pub fn decide(
     node: &NodeState,
     want: Option<&str>,
     status: &dyn Fn(&str) -> Option<Status>,
 ) -> Action {
-    let reason = node.reason.as_deref().filter(|r| !r.is_empty());
+    let reason = node
+        .reason
+        .as_deref()
+        .filter(|r| !r.is_empty() && node.reason_in_effect());
     let ours = reason.is_some_and(|r| r.starts_with(PREFIX));
     match want {
         Some(_) if reason.is_some() && !ours => {
@@ -322,6 +337,46 @@ mod tests {
             reason(&rep).as_deref(),
             Some("launchguard: node.munge.key_mode: bad")
         );
+    }
+
+    /// Smallest input, measured on Slurm 24.11.5 (the cgroup v2 VM, scripts/test-vm.sh): an admin
+    /// drained the node ("disk swap by hand") and resumed it; `scontrol show node` still prints
+    /// `State=IDLE … Reason=disk swap by hand`. Before: a later CRITICAL left that node in service
+    /// ("already drained by someone else; left alone").
+    #[test]
+    fn a_reason_left_on_a_resumed_node_does_not_stop_a_drain() {
+        let lg = "launchguard: node.munge.key_mode: bad";
+        let ok = |_: &str| Some(Status::Ok);
+        for state in ["IDLE", "MIXED", "ALLOCATED"] {
+            assert_eq!(
+                decide(&st(state, Some("disk swap by hand")), Some(lg), &ok),
+                Action::Drain(lg.into()),
+                "{state}"
+            );
+        }
+        // launchguard's own leftover on a resumed node: nothing to resume, a new finding drains.
+        let old = "launchguard: node.munge.key_mode: old";
+        assert_eq!(decide(&st("IDLE", Some(old)), None, &ok), Action::None);
+        assert_eq!(
+            decide(&st("IDLE", Some(old)), Some(lg), &ok),
+            Action::Drain(lg.into())
+        );
+        // In effect (drained, down, failed, a reboot or power-down asked for): kept.
+        for state in [
+            "IDLE+DRAIN",
+            "DOWN",
+            "IDLE+FAIL",
+            "IDLE+REBOOT_REQUESTED",
+            "IDLE+POWERING_DOWN",
+        ] {
+            assert!(
+                matches!(
+                    decide(&st(state, Some("disk swap by hand")), Some(lg), &ok),
+                    Action::LeaveForeign(_)
+                ),
+                "{state}"
+            );
+        }
     }
 
     #[test]

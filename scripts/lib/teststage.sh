@@ -36,6 +36,7 @@ left_running() {
   _alive /srv/lg-sid/run/slurmctld.pid && _left "the Slurm 26.05 chroot cluster (ports 7917/7918): LG_CLUSTER=sid scripts/cluster.sh down"
   _alive /srv/lg-arm64/run/slurmctld.pid && _left "the emulated arm64 cluster (ports 8917/8918): LG_CLUSTER=arm64 scripts/cluster.sh down"
   _alive /run/lg-node/nspawn.pid && _left "the systemd test node (systemd-nspawn, ports 8817/8818): scripts/node.sh down"
+  _alive /run/lg-vm/trixie/qemu.pid && _left "the cgroup v2 VM (QEMU, Slurm 24.11 inside): scripts/vm.sh down"
   local d
   for d in /etc/slurm/plugstack.conf.d/*launchguard*.conf; do
     [ -e "$d" ] && _left "launchguard listed in $d: $(grep -v '^#' "$d" | head -n 1) (scripts/cluster.sh install-plugin mode=warn restores the demo's line)"
