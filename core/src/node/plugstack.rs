@@ -469,9 +469,9 @@ pub fn judge(f: &PlugstackFacts) -> Vec<Outcome> {
     out.push(match &f.pyxis_runtime {
         Some(RuntimeFs { path, network: Some(t), .. }) => Outcome::new(
             "node.plugstack.pyxis_runtime",
-            Status::Warning,
+            Status::Critical,
             format!("Pyxis's runtime_path {} is on {t}", quote(path)),
-            "Pyxis writes each imported image there as a squashfs file: on a network filesystem every import is slow and all nodes share the load",
+            "Pyxis writes each imported image there as RUNTIME_PATH/UID/JOBID.STEPID.squashfs (Pyxis's pyxis_slurmstepd.c), a name without the node, so on a directory the nodes share every node of a multi-node container step writes and removes the same file at once and the step fails on some of them, besides every import being slow",
             "set runtime_path= on Pyxis's plugstack line to a node-local directory (the default /run/pyxis on a large tmpfs, or local NVMe)",
         ),
         Some(RuntimeFs { path, tmpfs_bytes: Some(b), .. }) if *b < MIN_PYXIS_TMPFS => Outcome::new(
@@ -882,7 +882,7 @@ mod tests {
     }
 
     #[test]
-    fn pyxis_runtime_path_on_network_or_small_tmpfs_is_a_warning() {
+    fn pyxis_runtime_path_on_network_is_critical_small_tmpfs_a_warning() {
         let mut px = entry("/x/spank_pyxis.so", true, "c:1");
         assert_eq!(
             pyxis_runtime_path(std::slice::from_ref(&px)).as_deref(),
@@ -896,7 +896,7 @@ mod tests {
         assert_eq!(pyxis_runtime_path(&[]), None);
         for (network, tmpfs, want) in [
             (None, None, Status::Ok),
-            (Some("nfs"), None, Status::Warning),
+            (Some("nfs"), None, Status::Critical),
             (None, Some(4u64 << 30), Status::Warning),
             (None, Some(64u64 << 30), Status::Ok),
         ] {
