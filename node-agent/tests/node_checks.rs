@@ -279,6 +279,29 @@ fn hostnames_resolving_to_fe80_or_only_loopback_are_critical() {
         "{rep}"
     );
     assert!(message_of(&rep, "node.hostname.link_local").contains("fe80::1"));
+    // Issue 24 item 8: the same fe80:: line after an IPv4 one (glibc answers the IPv4 first) is a
+    // warning: Slurm takes the first address, programs that try each one can pick it.
+    let rep = check_in_ns(
+        &d,
+        "127.0.0.1 localhost\n10.9.8.7 lgx1\nfe80::1 lgx1\n",
+        "lgx1",
+        "node.hostname",
+    );
+    assert_eq!(
+        status_of(&rep, "node.hostname.link_local"),
+        "warning",
+        "{rep}"
+    );
+    assert!(
+        message_of(&rep, "node.hostname.link_local").contains("fe80::1 (not first)"),
+        "{rep}"
+    );
+    let rep = check_in_ns(
+        &d,
+        "127.0.0.1 localhost\nfe80::1 lgx1\n",
+        "lgx1",
+        "node.hostname",
+    );
     assert_eq!(
         status_of(&rep, "node.hostname.resolves"),
         "critical",
