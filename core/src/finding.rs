@@ -106,7 +106,7 @@ impl CheckKind {
                 "multi-node GPU step on an RDMA node whose tasks' locked-memory limit is finite"
             }
             CheckKind::GpuOptions => {
-                "sbatch/salloc GPU task options that make every srun of the job fail on this release"
+                "GPU task options that make the job's sruns fail on this release, or --gpus-per-task with several tasks per node (each task sees its GPU as device 0)"
             }
         }
     }
@@ -123,7 +123,7 @@ impl CheckKind {
             CheckKind::NcclEnv => "per rule (docs/reference/nccl-env-rules.md)",
             CheckKind::ImexChannel => "error",
             CheckKind::Memlock => "error: a finite hard locked-memory limit (slurmd's); warning: a finite soft limit (PropagateResourceLimits)",
-            CheckKind::GpuOptions => "warning (sbatch/salloc)",
+            CheckKind::GpuOptions => "warning (sbatch/salloc; --gpus-per-task also at srun)",
         }
     }
 
@@ -137,7 +137,7 @@ impl CheckKind {
             CheckKind::NcclEnv => "NCCL documentation, Environment Variables; AWS EFA user guide; aws-ofi-nccl documentation",
             CheckKind::ImexChannel => "NVIDIA IMEX Service for NVLink Networks User's Guide, \"IMEX Channels\"",
             CheckKind::Memlock => "NVIDIA MLNX_OFED/DOCA user manual; AWS EFA user guide; slurm.conf(5) PropagateResourceLimits",
-            CheckKind::GpuOptions => "srun(1)/sbatch(1) --ntasks-per-gpu; Slurm's changelog for 25.05.1",
+            CheckKind::GpuOptions => "srun(1)/sbatch(1) --ntasks-per-gpu and --gpus-per-task (implied --gpu-bind=per_task); Slurm's changelog for 25.05.1",
         }
     }
 
@@ -151,12 +151,12 @@ impl CheckKind {
             CheckKind::CpusPerTask
             | CheckKind::ExportAll
             | CheckKind::ExportSplit
-            | CheckKind::NcclEnv => true,
+            | CheckKind::NcclEnv
+            | CheckKind::GpuOptions => true,
             CheckKind::EnrootRuntime
             | CheckKind::Devices
             | CheckKind::ImexChannel
-            | CheckKind::Memlock
-            | CheckKind::GpuOptions => false,
+            | CheckKind::Memlock => false,
         }
     }
 

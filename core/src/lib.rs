@@ -12,6 +12,7 @@ pub mod argv;
 pub mod checks;
 pub mod fabric;
 pub mod finding;
+pub mod glob;
 pub mod gres;
 #[cfg(feature = "host")]
 pub mod host;

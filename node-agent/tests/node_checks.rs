@@ -279,6 +279,29 @@ fn hostnames_resolving_to_fe80_or_only_loopback_are_critical() {
         "{rep}"
     );
     assert!(message_of(&rep, "node.hostname.link_local").contains("fe80::1"));
+    // Issue 24 item 8: the same fe80:: line after an IPv4 one (glibc answers the IPv4 first) is a
+    // warning: Slurm takes the first address, programs that try each one can pick it.
+    let rep = check_in_ns(
+        &d,
+        "127.0.0.1 localhost\n10.9.8.7 lgx1\nfe80::1 lgx1\n",
+        "lgx1",
+        "node.hostname",
+    );
+    assert_eq!(
+        status_of(&rep, "node.hostname.link_local"),
+        "warning",
+        "{rep}"
+    );
+    assert!(
+        message_of(&rep, "node.hostname.link_local").contains("fe80::1 (not first)"),
+        "{rep}"
+    );
+    let rep = check_in_ns(
+        &d,
+        "127.0.0.1 localhost\nfe80::1 lgx1\n",
+        "lgx1",
+        "node.hostname",
+    );
     assert_eq!(
         status_of(&rep, "node.hostname.resolves"),
         "critical",
@@ -819,4 +842,142 @@ fn autodetect_nvml_without_slurms_nvml_plugin_is_critical_and_slurmd_agrees() {
     std::fs::write(d.join("gres.conf"), &real).unwrap();
     let (_, rep) = check(&cfg, &["node.gpu.gres"]);
     assert_eq!(status_of(&rep, "node.gpu.gres"), "ok", "{rep}");
+}
+
+/// Issue 24 item 2, and item 3's plugstack part (the user's seat), on the real srun: a test plugin
+/// with an option (tests/spank-hide/lgtest_opt.c) listed in `opt.conf` and in the dpkg-saved copy
+/// that `include …/*` also reads is loaded twice (its init runs twice and srun -v says the option is
+/// 'provided by both'); a drop-in users cannot open fails every user's srun while root's works; a
+/// drop-in directory users cannot list hides the plugin from users' srun; a .so users cannot read
+/// fails their srun. srun runs with a slurm.conf whose PlugStackConfig is the test's file (srun reads
+/// the stack itself; the steps run on the cluster as usual).
+#[test]
+fn a_plugin_listed_twice_or_closed_to_users_is_found_as_users_srun_meets_it() {
+    let d = scratch("plugstack-twice");
+    let dropins = d.join("plugstack.conf.d");
+    std::fs::create_dir_all(&dropins).unwrap();
+    cmd(&["chmod", "755", dropins.to_str().unwrap()]);
+    let so = d.join("lgtest_opt.so");
+    let src = launchguard_tests::repo_root().join("tests/spank-hide/lgtest_opt.c");
+    let cc = cmd(&[
+        "gcc",
+        "-shared",
+        "-fPIC",
+        "-O2",
+        "-o",
+        so.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    assert_eq!(cc.code, 0, "{cc:?}");
+    let ps = d.join("plugstack.conf");
+    let conf = d.join("slurm.conf");
+    let real = std::fs::read_to_string("/etc/slurm/slurm.conf").unwrap();
+    let text: String = real
+        .lines()
+        .filter(|l| !l.starts_with("PlugStackConfig"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&conf, format!("{text}PlugStackConfig={}\n", ps.display())).unwrap();
+    let cfg = config(&d, &format!("slurm_conf = \"{}\"\n", conf.display()));
+    let line = format!("required {}\n", so.display());
+    let opt = dropins.join("opt.conf");
+    std::fs::write(&opt, &line).unwrap();
+    std::fs::write(dropins.join("opt.conf.dpkg-old"), &line).unwrap();
+    std::fs::write(&ps, format!("include {}/*\n", dropins.display())).unwrap();
+    let srun = |user: bool, extra: &str| {
+        let who = if user { "runuser -u lgtest -- " } else { "" };
+        cmd(&[
+            "sh",
+            "-c",
+            &format!(
+                "cd /tmp && {who}env SLURM_CONF={} srun -v -n1 {extra} true",
+                conf.display()
+            ),
+        ])
+    };
+    let status = |id: &str| {
+        let (_, rep) = check(&cfg, &["node.plugstack"]);
+        (status_of(&rep, id), message_of(&rep, id))
+    };
+
+    // Listed twice through the glob: Slurm loads it twice.
+    let r = srun(true, "");
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stderr.matches("lgtest_opt: init").count(), 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("option \"lgtest-opt\" provided by both lgtest_opt.so and lgtest_opt.so"),
+        "{r:?}"
+    );
+    let (st, msg) = status("node.plugstack.duplicate");
+    assert_eq!(st, "warning", "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "'{}/opt.conf.dpkg-old' is a package manager's saved copy",
+            dropins.display()
+        )),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!("match only '{}/*.conf'", dropins.display())),
+        "{msg}"
+    );
+
+    // The fix the check gives: the include reads *.conf only, and the plugin loads once.
+    std::fs::write(&ps, format!("include {}/*.conf\n", dropins.display())).unwrap();
+    let r = srun(true, "");
+    assert_eq!(r.stderr.matches("lgtest_opt: init").count(), 1, "{r:?}");
+    assert_eq!(status("node.plugstack.duplicate").0, "ok");
+    assert_eq!(status("node.plugstack.user_read").0, "ok");
+
+    // A drop-in users cannot open: root's srun works, every user's fails.
+    cmd(&["chmod", "0600", opt.to_str().unwrap()]);
+    let r = srun(true, "");
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "spank: Failed to open {}: Permission denied",
+            opt.display()
+        )),
+        "{r:?}"
+    );
+    assert_eq!(srun(false, "").code, 0, "root's srun");
+    let (st, msg) = status("node.plugstack.user_read");
+    assert_eq!(st, "critical", "{msg}");
+    assert!(
+        msg.contains(&format!("chmod o+r '{}'", opt.display())),
+        "{msg}"
+    );
+    cmd(&["chmod", "0644", opt.to_str().unwrap()]);
+
+    // A drop-in directory users cannot list: their srun silently runs without the plugin.
+    cmd(&["chmod", "0700", dropins.to_str().unwrap()]);
+    let r = srun(true, "--lgtest-opt");
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains("unrecognized option '--lgtest-opt'"),
+        "{r:?}"
+    );
+    assert_eq!(srun(false, "--lgtest-opt").code, 0, "root's srun");
+    let (st, msg) = status("node.plugstack.user_read");
+    assert_eq!(st, "warning", "{msg}");
+    assert!(
+        msg.contains(&format!("chmod o+rx '{}'", dropins.display())),
+        "{msg}"
+    );
+    cmd(&["chmod", "0755", dropins.to_str().unwrap()]);
+
+    // A required .so users cannot read.
+    cmd(&["chmod", "0700", so.to_str().unwrap()]);
+    let r = srun(true, "");
+    assert_ne!(r.code, 0, "{r:?}");
+    assert_eq!(srun(false, "").code, 0, "root's srun");
+    let (st, msg) = status("node.plugstack.user_read");
+    assert_eq!(st, "critical", "{msg}");
+    assert!(
+        msg.contains(&format!("chmod o+r '{}'", so.display())),
+        "{msg}"
+    );
+    cmd(&["chmod", "0755", so.to_str().unwrap()]);
+    assert_eq!(status("node.plugstack.user_read").0, "ok");
 }

@@ -43,6 +43,11 @@ pub fn init_post_opt(sp: &Spank) -> bool {
             gather::release(sp),
             gather::micro_release(sp),
         ));
+        findings.extend(gpu_options::check_gpus_per_task(
+            &parsed,
+            script.as_ref(),
+            None,
+        ));
     }
     let verdict = judge(findings, &policy);
     for f in &verdict.shown {

@@ -9,7 +9,7 @@ use launchguard_core::argv::{self, Tool};
 use launchguard_core::checks::cpus_per_task::CpusSource;
 use launchguard_core::checks::gpus::srun_gpu_request;
 use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
-use launchguard_core::checks::{cpus_per_task, export, judge, nccl_env};
+use launchguard_core::checks::{cpus_per_task, export, gpu_options, judge, nccl_env};
 use launchguard_core::{CheckKind, Mode};
 
 /// Name of the variable srun's plugin sets (to `file`) when the step's output goes to a file
@@ -76,6 +76,13 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         cpus = mark;
     }
     findings.extend(export::check_srun(&parsed, &env));
+    if policy.mode_for(CheckKind::GpuOptions) != Mode::Off {
+        // Inside an allocation srun's -n spreads over the job's nodes unless -N says otherwise.
+        let nodes = std::env::var("SLURM_JOB_NUM_NODES")
+            .ok()
+            .and_then(|n| n.trim().parse().ok());
+        findings.extend(gpu_options::check_gpus_per_task(&parsed, None, nodes));
+    }
     if policy.mode_for(CheckKind::NcclEnv) != Mode::Off {
         let vars: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| nccl_env::VAR_PREFIXES.iter().any(|p| k.starts_with(p)))

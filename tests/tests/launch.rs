@@ -1039,3 +1039,99 @@ fn a_plugstack_line_past_slurms_buffer_gives_a_capped_launch() {
     );
     assert!(r.stderr.lines().any(|l| l == more), "want {more:?}: {r:#?}");
 }
+
+/// Issue 24 item 5: `--gpus-per-task=1` with 2 tasks on the node binds each task to its own GPU, and
+/// both see it as device 0 (CUDA_VISIBLE_DEVICES=0 in each), so `cuda:LOCAL_RANK` is past the end for
+/// task 1: srun warns with the fix and the step runs; `--gpu-bind=none` (the fix) gives each task
+/// both GPUs and no line; one task per node no line. On the host cluster (ConstrainDevices=yes) each
+/// task may open only its own GPU's device file: the other task's GPU is closed to it (no P2P).
+#[test]
+fn gpus_per_task_with_several_tasks_per_node_warns_and_the_fix_shows_every_gpu() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    let visible = &["bash", "-c", "echo $SLURM_LOCALID=$CUDA_VISIBLE_DEVICES"];
+    let mut argv = vec!["-n2", "--ntasks-per-node=2", "-c1", "--gpus-per-task=1"];
+    argv.extend_from_slice(visible);
+    let r = srun(As::User, &argv);
+    assert_eq!(r.code, 0, "{r:#?}");
+    let mut lines: Vec<&str> = r.stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0=0", "1=0"], "{r:#?}");
+    let said: Vec<&str> = r
+        .findings()
+        .into_iter()
+        .filter(|l| l.starts_with("launchguard: launch.gpu_options"))
+        .collect();
+    assert_eq!(said.len(), 1, "{r:#?}");
+    assert!(
+        said[0].starts_with("launchguard: launch.gpu_options: --gpus-per-task=1 with 2 tasks per node binds each task to its own 1 GPU (numbered from 0)"),
+        "{}",
+        said[0]
+    );
+    assert!(said[0].contains("add --gpu-bind=none"), "{}", said[0]);
+    if launchguard_tests::rootfs().is_empty() {
+        let opens = "for d in /dev/fakegpu0 /dev/fakegpu1; do (exec 3<$d) 2>&1; done | grep -c 'not permitted'";
+        let r = srun(
+            As::User,
+            &[
+                "-n2",
+                "--ntasks-per-node=2",
+                "-c1",
+                "--gpus-per-task=1",
+                "bash",
+                "-c",
+                opens,
+            ],
+        );
+        assert_eq!(
+            r.stdout, "1\n1\n",
+            "each task is denied the other GPU: {r:#?}"
+        );
+        let r = srun(
+            As::User,
+            &[
+                "-n2",
+                "--ntasks-per-node=2",
+                "-c1",
+                "--gpus-per-task=1",
+                "--gpu-bind=none",
+                "bash",
+                "-c",
+                opens,
+            ],
+        );
+        assert_eq!(r.stdout, "0\n0\n", "every task opens both GPUs: {r:#?}");
+    }
+
+    let mut argv = vec![
+        "-n2",
+        "--ntasks-per-node=2",
+        "-c1",
+        "--gpus-per-task=1",
+        "--gpu-bind=none",
+    ];
+    argv.extend_from_slice(visible);
+    let r = srun(As::User, &argv);
+    assert_eq!(r.code, 0, "{r:#?}");
+    let mut lines: Vec<&str> = r.stdout.lines().collect();
+    lines.sort();
+    // 22.05 leaves CUDA_VISIBLE_DEVICES unset with --gpu-bind=none: CUDA then numbers the step's
+    // GPUs the task can open, the same for every task.
+    assert!(
+        lines == ["0=", "1="] || lines == ["0=0,1", "1=0,1"],
+        "{r:#?}"
+    );
+    assert!(
+        !r.findings().iter().any(|l| l.contains("gpu_options")),
+        "{r:#?}"
+    );
+
+    let mut argv = vec!["-n1", "-c1", "--gpus-per-task=1"];
+    argv.extend_from_slice(visible);
+    let r = srun(As::User, &argv);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert!(
+        !r.findings().iter().any(|l| l.contains("gpu_options")),
+        "{r:#?}"
+    );
+}

@@ -87,6 +87,74 @@ fn finding(
     }]
 }
 
+/// `--gpus-per-task=G` with several tasks on a node, without `--gpu-bind=none`: srun(1) says
+/// `--gpus-per-task` "will implicitly set --gpu-bind=per_task:<gpus_per_task>" (22.05; from 23.x
+/// `--tres-bind=gres/gpu:per_task:<gpus_per_task>`), so each task's CUDA_VISIBLE_DEVICES holds its own
+/// G GPUs, numbered from 0. Code that selects `cuda:LOCAL_RANK` then dies on every task whose local
+/// rank is G or more (`CUDA error: invalid device ordinal`), and the tasks cannot see each other's
+/// GPUs, so NCCL cannot set up CUDA peer-to-peer (NVLink) between them. A warning: code that uses
+/// device 0 (or the visible devices) runs.
+///
+/// `argv` is the command line (srun, sbatch or salloc), `script` sbatch's `#SBATCH` lines; `nodes`
+/// the job's node count when the command line does not give one (SLURM_JOB_NUM_NODES inside an
+/// allocation).
+pub fn check_gpus_per_task(
+    argv: &ParsedArgv,
+    script: Option<&ParsedArgv>,
+    nodes: Option<u64>,
+) -> Vec<Finding> {
+    let get = |name: &str| {
+        argv.value(name)
+            .or_else(|| script.and_then(|s| s.value(name)))
+            .map(str::to_string)
+    };
+    let num = |name: &str| get(name).and_then(|v| v.trim().parse::<u64>().ok());
+    let Some(gpt) = get("gpus-per-task") else {
+        return vec![];
+    };
+    // `--gpus-per-task=a100:1`: the count is after the last colon.
+    let Some(g) = gpt.rsplit(':').next().and_then(|n| n.parse::<u64>().ok()) else {
+        return vec![];
+    };
+    let unbound = |v: Option<String>| {
+        v.is_some_and(|b| {
+            let b = b.to_ascii_lowercase();
+            b == "none" || b.ends_with("gpu:none") || b.contains("gres/gpu:none")
+        })
+    };
+    if unbound(get("gpu-bind")) || unbound(get("tres-bind")) {
+        return vec![];
+    }
+    // Tasks per node: --ntasks-per-node, else -n over -N (the whole count when one node).
+    let nodes_given = get("nodes")
+        .and_then(|n| {
+            n.split('-')
+                .next()
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        })
+        .or(nodes);
+    let per_node = num("ntasks-per-node").or_else(|| {
+        let n = num("ntasks")?;
+        let nodes = nodes_given?;
+        (nodes > 0).then(|| n.div_ceil(nodes))
+    });
+    let Some(per_node) = per_node.filter(|t| *t > 1) else {
+        return vec![];
+    };
+    vec![Finding {
+        check: CheckKind::GpuOptions,
+        severity: Severity::Warning,
+        what: format!(
+            "--gpus-per-task={gpt} with {per_node} tasks per node binds each task to its own {g} GPU{} (numbered from 0)",
+            if g == 1 { "" } else { "s" }
+        ),
+        why: format!(
+            "Slurm implies --gpu-bind=per_task:{g} (--tres-bind=gres/gpu:per_task:{g} from 23.x), so each task's CUDA_VISIBLE_DEVICES lists only its own: code that selects cuda:LOCAL_RANK dies with 'CUDA error: invalid device ordinal' on every task with LOCAL_RANK {g} or more, and the tasks cannot see each other's GPUs, so NCCL cannot use CUDA peer-to-peer (NVLink) between them"
+        ),
+        fix: "add --gpu-bind=none (every task then sees the node's GPUs of the step, so cuda:LOCAL_RANK works and P2P stays), or ask for --gpus-per-node with --ntasks-per-node instead, or select cuda:0 (the one GPU CUDA_VISIBLE_DEVICES leaves each task)".into(),
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +225,70 @@ mod tests {
         .is_empty());
         assert!(
             check_allocation(&sbatch(&["--ntasks-per-gpu=1"]), None, r2411, Some(5)).is_empty()
+        );
+    }
+
+    fn srun(words: &[&str]) -> ParsedArgv {
+        let v: Vec<String> = std::iter::once("srun")
+            .chain(words.iter().copied())
+            .map(String::from)
+            .collect();
+        parse(Tool::Srun, &v)
+    }
+
+    /// Issue 24 item 5: --gpus-per-task=1 with several tasks per node gives every task device 0.
+    #[test]
+    fn gpus_per_task_with_several_tasks_per_node_warns_unless_unbound() {
+        let f = check_gpus_per_task(
+            &srun(&["--gpus-per-task=1", "--ntasks-per-node=4", "python", "t.py"]),
+            None,
+            None,
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert_eq!(
+            f[0].what,
+            "--gpus-per-task=1 with 4 tasks per node binds each task to its own 1 GPU (numbered from 0)"
+        );
+        assert!(f[0].why.contains("'CUDA error: invalid device ordinal'"));
+        assert!(f[0].fix.starts_with("add --gpu-bind=none"));
+        // -n over -N, from the command line or the allocation's node count.
+        assert_eq!(
+            check_gpus_per_task(&srun(&["-n8", "-N2", "--gpus-per-task=1", "x"]), None, None).len(),
+            1
+        );
+        assert_eq!(
+            check_gpus_per_task(&srun(&["-n8", "--gpus-per-task=1", "x"]), None, Some(2)).len(),
+            1
+        );
+        // One task per node, an unknown spread, or binding turned off: nothing.
+        for words in [
+            &["-n2", "-N2", "--gpus-per-task=1", "x"][..],
+            &["-n8", "--gpus-per-task=1", "x"][..],
+            &[
+                "--ntasks-per-node=4",
+                "--gpus-per-task=1",
+                "--gpu-bind=none",
+                "x",
+            ][..],
+            &[
+                "--ntasks-per-node=4",
+                "--gpus-per-task=1",
+                "--tres-bind=gres/gpu:none",
+                "x",
+            ][..],
+            &["--ntasks-per-node=4", "--gpus-per-node=4", "x"][..],
+        ] {
+            assert!(
+                check_gpus_per_task(&srun(words), None, None).is_empty(),
+                "{words:?}"
+            );
+        }
+        // sbatch: from the #SBATCH lines.
+        let script = sbatch(&["--gpus-per-task=1", "--ntasks-per-node=8"]);
+        assert_eq!(
+            check_gpus_per_task(&sbatch(&["x.sh"]), Some(&script), None).len(),
+            1
         );
     }
 }

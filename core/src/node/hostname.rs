@@ -111,7 +111,23 @@ fn check_hostname_link_local(f: &HostnameFacts, addrs: &[IpAddr]) -> Outcome {
             "a link-local address has no scope outside this host: slurmd registers and srun connects to an address other nodes cannot reach",
             hosts_fix(f, "its IPv4 address comes first"),
         ),
-        _ => Outcome::ok("node.hostname.link_local"),
+        // Issue 24 item 8: after a usable first answer the link-local one is a trap, not a failure
+        // (slurmd and srun take the first address).
+        _ => match addrs.iter().find(|a| is_link_local(a)) {
+            Some(a) => Outcome::new(
+                "node.hostname.link_local",
+                Status::Warning,
+                format!(
+                    "hostname {name} also resolves to the link-local address {a} (not first)"
+                ),
+                "Slurm takes the first address, but programs that try each address in turn (MPI and NCCL bootstraps, or any resolver order changed by /etc/gai.conf) can pick it, and it has no scope outside this host",
+                format!(
+                    "remove the {a} entry for {} from /etc/hosts (or DNS)",
+                    f.hostname
+                ),
+            ),
+            None => Outcome::ok("node.hostname.link_local"),
+        },
     }
 }
 
@@ -224,6 +240,23 @@ mod tests {
         assert_eq!(status(&f, "node.hostname.resolves"), Status::Ok);
         let f = facts(&["fe80::1"], 2);
         assert_eq!(status(&f, "node.hostname.resolves"), Status::Critical);
+    }
+
+    /// Issue 24 item 8: fe80:: present but not first is a warning (before: OK).
+    #[test]
+    fn link_local_after_ipv4_is_a_warning() {
+        let f = facts(&["10.0.0.5", "fe80::1"], 2);
+        assert_eq!(status(&f, "node.hostname.link_local"), Status::Warning);
+        let o = judge(&f)
+            .into_iter()
+            .find(|o| o.id == "node.hostname.link_local")
+            .unwrap();
+        assert!(o.what.contains("fe80::1 (not first)"), "{}", o.what);
+        assert!(o.fix.starts_with("remove the fe80::1 entry"), "{}", o.fix);
+        assert_eq!(
+            status(&facts(&["10.0.0.5", "::1"], 2), "node.hostname.link_local"),
+            Status::Ok
+        );
     }
 
     #[test]

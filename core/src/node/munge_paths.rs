@@ -196,7 +196,7 @@ pub fn judge(f: &MungePathFacts) -> Vec<Outcome> {
                 let first = dirs.first().map(|x| x.path.as_str()) == Some(d.path.as_str());
                 let fix = match f.runtime_dir_mode {
                     Some(m) if first && m & 0o111 != 0o111 => format!(
-                        "munge.service sets RuntimeDirectoryMode={m:04o}, which recreates it so at every start: set RuntimeDirectoryMode=0755 with `systemctl edit munge`, then `systemctl restart munge`"
+                        "munge.service sets RuntimeDirectoryMode={m:04o}, which recreates it so at every start, so a chmod alone is undone by the next restart of munge or reboot: set RuntimeDirectoryMode=0755 with `systemctl edit munge`, then `systemctl restart munge`"
                     ),
                     Some(_) if first => format!(
                         "chmod a+x '{}' (munge.service's RuntimeDirectoryMode recreates it correctly at the next `systemctl restart munge`)",
@@ -304,7 +304,13 @@ mod tests {
             out[1].fix
         );
         f.runtime_dir_mode = Some(0o700);
-        assert!(judge(&f)[1].fix.contains("RuntimeDirectoryMode=0755"));
+        let fix = judge(&f)[1].fix.clone();
+        assert!(fix.contains("RuntimeDirectoryMode=0755"), "{fix}");
+        // Issue 24 item 3: the restart that would undo a manual chmod is named.
+        assert!(
+            fix.contains("a chmod alone is undone by the next restart of munge"),
+            "{fix}"
+        );
         assert_eq!(judge(&facts(0o755, false))[1].status, Status::Ok);
     }
 

@@ -5,11 +5,14 @@
 use super::disk_cache;
 use super::util;
 use super::Ctx;
+use launchguard_core::glob;
 use launchguard_core::node::plugstack::{
-    parse, pyxis_runtime_path, Entry, Line, PlugstackFacts, RuntimeFs, SoState,
+    parse, pyxis_runtime_path, user_denied, Entry, Line, Listed, PathMode, PlugstackFacts,
+    RuntimeFs, SoState, StackFile, UnlistedDir, KNOWN_BY_OPTIONS,
 };
 use launchguard_core::slurm_conf::SlurmConf;
 use std::io::Read;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -190,47 +193,192 @@ fn runtime_fs(path: &str) -> RuntimeFs {
     out
 }
 
+/// What walking a plugstack file and its includes found.
+#[derive(Default)]
+struct Walked {
+    entries: Vec<(Entry, SoState)>,
+    problems: Vec<String>,
+    files: Vec<StackFile>,
+    listed: Vec<Listed>,
+    unlisted: Vec<UnlistedDir>,
+}
+
+/// `uid:gid` for messages, `root` for 0.
+fn owner(md: &std::fs::Metadata) -> String {
+    let n = |id: u32| {
+        if id == 0 {
+            "root".to_string()
+        } else {
+            id.to_string()
+        }
+    };
+    format!("{}:{}", n(md.uid()), n(md.gid()))
+}
+
+fn path_mode(p: &Path, md: &std::fs::Metadata) -> PathMode {
+    PathMode {
+        path: p.display().to_string(),
+        mode: md.mode() & 0o7777,
+        owner: owner(md),
+    }
+}
+
+/// What stops a user from reading `p` (or listing it, when `list_dir`), from the modes of `p` and
+/// of the directories above it, symlinks resolved; `None` when a user can, or when `p` cannot be
+/// examined (a missing file is judged elsewhere).
+fn seat(p: &Path, list_dir: bool) -> Option<(String, String)> {
+    let canon = std::fs::canonicalize(p).ok()?;
+    let md = std::fs::metadata(&canon).ok()?;
+    let mut dirs = vec![];
+    let mut cur = canon.parent();
+    while let Some(d) = cur {
+        let dm = std::fs::metadata(d).ok()?;
+        dirs.push(path_mode(d, &dm));
+        cur = d.parent();
+    }
+    // Nearest first, so the message names the directory users meet first from the file up.
+    user_denied(&dirs, Some(&path_mode(&canon, &md)), list_dir)
+}
+
+/// Expands an absolute glob(3) pattern as Slurm's `include` does (`glob(pattern, 0, …)`: every
+/// component may hold `*`, `?`, `[…]`; a leading dot needs a literal one; the matches sorted).
+/// Returns the matches and the directories the expansion had to list.
+pub fn expand(pattern: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut cur = vec![PathBuf::from("/")];
+    let mut listed = vec![];
+    for comp in pattern.split('/').filter(|c| !c.is_empty()) {
+        let mut next = vec![];
+        for base in cur {
+            if !glob::has_magic(comp) {
+                next.push(base.join(glob::unquote(comp)));
+                continue;
+            }
+            listed.push(base.clone());
+            let Ok(rd) = std::fs::read_dir(&base) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let name = e.file_name();
+                if glob::matches(comp, &name.to_string_lossy()) {
+                    next.push(base.join(name));
+                }
+            }
+        }
+        cur = next;
+    }
+    cur.retain(|p| p.symlink_metadata().is_ok());
+    cur.sort();
+    (cur, listed)
+}
+
+/// The name a plugin goes by: a [`KNOWN_BY_OPTIONS`] name when its .so holds all that plugin's
+/// option names, else its file name.
+fn identify(so: &Path) -> String {
+    let base = so
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // SPANK plugins are a few MB at most; 64 MiB bounds a wrong file.
+    let Ok(bytes) = super::util::read_bytes(so, 64 << 20) else {
+        return base;
+    };
+    let holds = |needle: &str| {
+        let n = needle.as_bytes();
+        bytes
+            .windows(n.len() + 1)
+            .any(|w| &w[..n.len()] == n && w[n.len()] == 0)
+    };
+    KNOWN_BY_OPTIONS
+        .iter()
+        .find(|(_, opts)| opts.iter().all(|o| holds(o)))
+        .map_or(base, |(n, _)| (*n).to_string())
+}
+
 fn walk(
     file: &Path,
+    via: Option<(String, String)>,
     plugin_dirs: &[PathBuf],
-    out: &mut Vec<(Entry, SoState)>,
-    problems: &mut Vec<String>,
+    w: &mut Walked,
     depth: usize,
 ) {
+    w.files.push(StackFile {
+        path: file.display().to_string(),
+        via,
+        user_denied: seat(file, false),
+    });
     let Ok(text) = util::read_text(file) else {
-        problems.push(format!("{}: cannot read", file.display()));
+        if !file.is_dir() {
+            w.problems.push(format!("{}: cannot read", file.display()));
+        }
         return;
     };
     let (lines, p) = parse(&text, &file.display().to_string());
-    problems.extend(p);
+    w.problems.extend(p);
     for l in lines {
         match l {
             Line::Plugin(e) => {
-                let st = if e.path.starts_with('/') {
-                    so_state(Path::new(&e.path))
+                let (st, so) = if e.path.starts_with('/') {
+                    (so_state(Path::new(&e.path)), PathBuf::from(&e.path))
                 } else {
                     plugin_dirs
                         .iter()
-                        .map(|d| so_state(&d.join(&e.path)))
-                        .find(|s| *s == SoState::Loadable)
-                        .unwrap_or_else(|| SoState::Missing(e.path.clone()))
+                        .map(|d| (so_state(&d.join(&e.path)), d.join(&e.path)))
+                        .find(|(s, _)| *s == SoState::Loadable)
+                        .unwrap_or_else(|| {
+                            (SoState::Missing(e.path.clone()), PathBuf::from(&e.path))
+                        })
                 };
-                out.push((e, st));
+                let real = std::fs::canonicalize(&so).unwrap_or_else(|_| so.clone());
+                w.listed.push(Listed {
+                    at: e.at.clone(),
+                    required: e.required,
+                    so: real.display().to_string(),
+                    name: identify(&real),
+                    user_denied: (st == SoState::Loadable)
+                        .then(|| seat(&real, false))
+                        .flatten(),
+                });
+                w.entries.push((e, st));
             }
-            Line::Include(g) if depth < MAX_DEPTH => {
+            Line::Include { at, pattern: g } if depth < MAX_DEPTH => {
                 let base = file.parent().unwrap_or(Path::new("/"));
                 let pat = if g.starts_with('/') {
-                    PathBuf::from(&g)
+                    g.clone()
                 } else {
-                    base.join(&g)
+                    base.join(&g).display().to_string()
                 };
-                for f in util::glob_last(&pat) {
-                    walk(&f, plugin_dirs, out, problems, depth + 1);
+                let (matched, listed) = expand(&pat);
+                let first_listed = w.listed.len();
+                for f in matched {
+                    walk(
+                        &f,
+                        Some((at.clone(), pat.clone())),
+                        plugin_dirs,
+                        w,
+                        depth + 1,
+                    );
+                }
+                for dir in listed {
+                    if let Some(why) = seat(&dir, true) {
+                        let inside = format!("{}/", dir.display());
+                        let mut plugins: Vec<String> = w.listed[first_listed..]
+                            .iter()
+                            .filter(|l| l.at.starts_with(&inside))
+                            .map(|l| l.name.clone())
+                            .collect();
+                        plugins.dedup();
+                        w.unlisted.push(UnlistedDir {
+                            at: at.clone(),
+                            dir: dir.display().to_string(),
+                            why,
+                            plugins,
+                        });
+                    }
                 }
             }
-            Line::Include(g) => {
-                problems.push(format!("include {g}: nested more than {MAX_DEPTH} deep"))
-            }
+            Line::Include { pattern: g, .. } => w
+                .problems
+                .push(format!("include {g}: nested more than {MAX_DEPTH} deep")),
         }
     }
 }
@@ -241,14 +389,13 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
     let conf = conf.ok();
     let (p, source) = path(ctx, conf.as_ref());
     let dirs = super::pmix::plugin_dirs(ctx, conf.as_ref());
-    let mut entries = vec![];
-    let mut problems = vec![];
+    let mut w = Walked::default();
     let entries = match util::read_optional(&p) {
         Err(e) => Err(e),
-        Ok(None) => Ok(entries),
+        Ok(None) => Ok(vec![]),
         Ok(Some(_)) => {
-            walk(&p, &dirs, &mut entries, &mut problems, 0);
-            Ok(entries)
+            walk(&p, None, &dirs, &mut w, 0);
+            Ok(std::mem::take(&mut w.entries))
         }
     };
     let base = |e: &Entry| e.path.rsplit('/').next().unwrap_or("").to_string();
@@ -259,9 +406,9 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
     let mut unread: Vec<Entry> = vec![];
     if entries.is_ok() {
         for f in candidates(ctx, &p, conf.as_ref()) {
-            let (mut other, mut ignored) = (vec![], vec![]);
-            walk(&f, &dirs, &mut other, &mut ignored, 0);
-            for (e, _) in other {
+            let mut other = Walked::default();
+            walk(&f, None, &dirs, &mut other, 0);
+            for (e, _) in other.entries {
                 let b = base(&e);
                 if !loaded.contains(&b) && !unread.iter().any(|u| base(u) == b) {
                     unread.push(e);
@@ -290,10 +437,13 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
         hidden,
         path: p.display().to_string(),
         entries,
-        problems,
+        problems: w.problems,
         source,
         unread,
         pyxis_runtime,
+        files: w.files,
+        listed: w.listed,
+        unlisted_dirs: w.unlisted,
     }
 }
 
@@ -342,5 +492,50 @@ mod tests {
         let f = runtime_fs("/dev/shm/lg-no-such-dir/pyxis");
         assert!(f.tmpfs_bytes.is_some(), "{f:?}");
         assert_eq!(f.network, None);
+    }
+
+    /// glob(3) as Slurm's include runs it: sorted, a leading dot never matched by `*`, every
+    /// other name (backups included) matched, wildcards in a middle component too.
+    #[test]
+    fn includes_expand_as_glob_does() {
+        let dir = std::env::temp_dir().join(format!("lg-plugstack-glob-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a.d")).unwrap();
+        std::fs::create_dir_all(dir.join("b.d")).unwrap();
+        for f in [
+            "a.d/zz.conf",
+            "a.d/10.conf",
+            "a.d/10.conf~",
+            "a.d/.10.conf.swp",
+            "b.d/x.conf",
+        ] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let d = dir.display();
+        let names = |pat: String| {
+            let (m, listed) = expand(&pat);
+            (
+                m.iter()
+                    .map(|p| p.strip_prefix(&dir).unwrap().display().to_string())
+                    .collect::<Vec<_>>(),
+                listed.len(),
+            )
+        };
+        assert_eq!(
+            names(format!("{d}/a.d/*.conf")),
+            (vec!["a.d/10.conf".into(), "a.d/zz.conf".into()], 1)
+        );
+        assert_eq!(
+            names(format!("{d}/a.d/*")).0,
+            vec!["a.d/10.conf", "a.d/10.conf~", "a.d/zz.conf"]
+        );
+        assert_eq!(names(format!("{d}/a.d/.*")).0, vec!["a.d/.10.conf.swp"]);
+        assert_eq!(names(format!("{d}/*.d/x.conf")).0, vec!["b.d/x.conf"]);
+        assert_eq!(
+            names(format!("{d}/a.d/10.conf")),
+            (vec!["a.d/10.conf".into()], 0)
+        );
+        assert_eq!(names(format!("{d}/a.d/none")).0, Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
