@@ -1041,7 +1041,7 @@ fn a_plugstack_line_past_slurms_buffer_gives_a_capped_launch() {
 }
 
 /// Issue 24 item 5: `--gpus-per-task=1` with 2 tasks on the node binds each task to its own GPU, and
-/// both see it as device 0 (CUDA_VISIBLE_DEVICES=0 in each), so `cuda:LOCAL_RANK` is past the end for
+/// both see it as device 0 (one GPU in each task's CUDA_VISIBLE_DEVICES), so `cuda:LOCAL_RANK` is past the end for
 /// task 1: srun warns with the fix and the step runs; `--gpu-bind=none` (the fix) gives each task
 /// both GPUs and no line; one task per node no line. On the host cluster (ConstrainDevices=yes) each
 /// task may open only its own GPU's device file: the other task's GPU is closed to it (no P2P).
@@ -1054,9 +1054,22 @@ fn gpus_per_task_with_several_tasks_per_node_warns_and_the_fix_shows_every_gpu()
     argv.extend_from_slice(visible);
     let r = srun(As::User, &argv);
     assert_eq!(r.code, 0, "{r:#?}");
-    let mut lines: Vec<&str> = r.stdout.lines().collect();
+    // Each task's CUDA_VISIBLE_DEVICES lists one GPU, so CUDA numbers it 0 in each task (the value
+    // is 0 where ConstrainDevices renumbers the step's devices, as on the host cluster, and the
+    // node's index where it does not, as in the chroot clusters).
+    let mut lines: Vec<(&str, &str)> = r.stdout.lines().filter_map(|l| l.split_once('=')).collect();
     lines.sort();
-    assert_eq!(lines, ["0=0", "1=0"], "{r:#?}");
+    assert_eq!(
+        lines.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+        ["0", "1"],
+        "{r:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|(_, v)| v.len() == 1 && v.parse::<u32>().is_ok()),
+        "each task sees one GPU: {r:#?}"
+    );
     let said: Vec<&str> = r
         .findings()
         .into_iter()
