@@ -19,6 +19,16 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_launchguard")
 }
 
+impl From<std::process::Output> for Out {
+    fn from(o: std::process::Output) -> Self {
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
 /// Runs a command (argv), 60 s timeout.
 pub fn cmd(argv: &[&str]) -> Out {
     let o = Command::new("timeout")
@@ -26,11 +36,7 @@ pub fn cmd(argv: &[&str]) -> Out {
         .args(argv)
         .output()
         .expect("spawn");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    Out::from(o)
 }
 
 /// Runs `launchguard ARGS`.
@@ -278,9 +284,5 @@ pub fn lg_standin(mode: &str, args: &[&str]) -> Out {
         .env("LG_STANDIN_NVML", mode)
         .output()
         .expect("spawn");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    Out::from(o)
 }
