@@ -165,12 +165,22 @@ del_net() {
 }
 
 write_config() { # n
-  local n=$1 i
+  local n=$1 i first
   mkdir -p "$D/state" "$D/spool"
+  # Job ids never repeat from one (re)started cluster to the next (the state is wiped, so slurmctld
+  # would start again at 1): whatever outlives a cluster (a slurmstepd, an srun) cannot then
+  # signal or report on the next cluster's job of the same id. 100000 ids per cluster, wrapping
+  # below Slurm's default MaxJobId (67043328).
+  # With no counter yet (a fresh $D, or one an older script left, whose cluster began at 1), start
+  # from the clock rather than at 1.
+  first=$(cat "$D/next-first-job-id" 2>/dev/null || true)
+  [[ "$first" =~ ^[0-9]+$ ]] && [ "$first" -ge 1 ] && [ "$first" -le 60000000 ] || first=$(( $(date +%s) % 599 * 100000 + 100001 ))
+  echo $(( first + 100000 > 60000000 ? 1 : first + 100000 )) > "$D/next-first-job-id"
   {
     echo "$MARK"
     cat <<CONF
 ClusterName=lgmn
+FirstJobId=$first
 SlurmctldHost=$CTLD_HOST($NET.1)
 SlurmctldPort=6917
 SlurmdPort=6918
@@ -267,9 +277,33 @@ heal_node() { # node n
   start_slurmd "$node"
 }
 
+# end_node_processes: every process left in a node's network namespace once its slurmd is stopped
+# is that node's: a slurmstepd (and its tasks) that outlived slurmd. Left alive, it keeps its
+# job and step ids into the next cluster, whose job ids start again at 1: a leftover step 1.0 on
+# lgn1+lgn2 killed the next cluster's job 1 on those same nodes (its batch script got SIGKILL,
+# its output stayed empty, and the NCCL sweep test named a healthy pair failed). The namespace
+# selects the processes exactly (`ip netns pids`), no name is matched.
+end_node_processes() {
+  local ns pids i
+  for ns in /var/run/netns/lgmn*; do
+    [ -e "$ns" ] || continue
+    pids=$(ip netns pids "${ns##*/}" 2>/dev/null || true)
+    [ -n "$pids" ] || continue
+    kill $pids 2>/dev/null || true
+    for i in $(seq 50); do
+      pids=$(ip netns pids "${ns##*/}" 2>/dev/null || true)
+      [ -n "$pids" ] || break
+      sleep 0.1
+    done
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+  done
+  return 0
+}
+
 stop_all() {
   local f
   for f in "$D"/slurmd.*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+  end_node_processes
   stop_pidfile "$D/slurmctld.pid"
   for f in "$D"/nodes/*/munge-run/munged.pid "$D/ctld-munge/munge-run/munged.pid"; do [ -e "$f" ] && stop_pidfile "$f"; done
   return 0

@@ -1242,3 +1242,94 @@ fn sigterm_while_an_sbatch_is_stuck_before_submitting_leaves_no_late_job() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Process ids (with their start times, so a reused pid does not count) of every process in a node's
+/// network namespace whose command is `comm`.
+fn netns_procs(node: &str, comm: &str) -> Vec<(String, String)> {
+    let ns = format!("lgmn{}", node.trim_start_matches("lgn"));
+    let o = Command::new("ip")
+        .args(["netns", "pids", &ns])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .filter_map(|pid| {
+            let c = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            if c.trim() != comm {
+                return None;
+            }
+            Some((pid.to_string(), start_time(pid)?))
+        })
+        .collect()
+}
+
+/// A process's start time (/proc/PID/stat field 22, counted after the command's closing
+/// parenthesis); None once it is gone.
+fn start_time(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(19)?
+            .to_string(),
+    )
+}
+
+/// A cluster (re)started by `multinode.sh up` keeps nothing of the one before: a slurmstepd whose
+/// task ignored scancel's SIGTERM outlived its slurmd, and since every new cluster began again at
+/// job 1, the old step 1.0 on lgn1+lgn2 killed the next cluster's job 1 on the same two nodes (CI:
+/// the NCCL sweep's pair lgn1+lgn2 FAILED with an empty output, `WTERMSIG 9` in slurmctld's log).
+/// Now the restart ends every process left in a node's namespace and job ids go on from the last
+/// cluster's.
+#[test]
+fn a_restarted_cluster_keeps_no_step_and_no_job_id_of_the_last_one() {
+    use std::io::{BufRead, BufReader};
+    let mut c = Cluster::up();
+    let mut srun = Command::new("srun")
+        .args(["-N2", "-n2", "-w", "lgn1,lgn2", "sh", "-c"])
+        .arg("trap '' TERM; echo \"$SLURM_JOB_ID\"; while :; do sleep 1; done")
+        .env("SLURM_CONF", SLURM_CONF)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(srun.stdout.take().unwrap());
+    let mut old_job = String::new();
+    for _ in 0..2 {
+        old_job.clear();
+        out.read_line(&mut old_job).unwrap();
+    }
+    let old_job = old_job.trim().to_string();
+    assert!(!old_job.is_empty(), "the step printed no job id");
+    let stepds = [
+        netns_procs("lgn1", "slurmstepd"),
+        netns_procs("lgn2", "slurmstepd"),
+    ]
+    .concat();
+    assert!(
+        !stepds.is_empty(),
+        "no slurmstepd in lgn1/lgn2 while the step runs"
+    );
+    c.restore = true;
+    multinode(&["up", "4"]);
+    let _ = srun.kill();
+    let _ = srun.wait();
+    // The restart made new namespaces of the same names: look for the old processes themselves.
+    let left: Vec<_> = stepds
+        .iter()
+        .filter(|(pid, start)| start_time(pid).as_ref() == Some(start))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the last cluster's slurmstepd lives on: {left:?}"
+    );
+    let o = Command::new("srun")
+        .args(["-N1", "-w", "lgn1", "sh", "-c", "echo $SLURM_JOB_ID"])
+        .env("SLURM_CONF", SLURM_CONF)
+        .output()
+        .unwrap();
+    let new_job = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert!(o.status.success(), "{o:?}");
+    assert_ne!(new_job, old_job, "the new cluster reused job id {old_job}");
+}
