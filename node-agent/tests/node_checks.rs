@@ -930,54 +930,52 @@ fn a_plugin_listed_twice_or_closed_to_users_is_found_as_users_srun_meets_it() {
     assert_eq!(status("node.plugstack.duplicate").0, "ok");
     assert_eq!(status("node.plugstack.user_read").0, "ok");
 
-    // A drop-in users cannot open: root's srun works, every user's fails.
-    cmd(&["chmod", "0600", opt.to_str().unwrap()]);
-    let r = srun(true, "");
-    assert_ne!(r.code, 0, "{r:?}");
-    assert!(
-        r.stderr.contains(&format!(
-            "spank: Failed to open {}: Permission denied",
-            opt.display()
-        )),
-        "{r:?}"
+    // Each part of the plugstack made unreadable to users in turn: every user's srun then fails (or
+    // silently runs without the plugin) while root's works, and the check names the part, the
+    // severity and the chmod that fixes it.
+    let unreadable = |path: &Path,
+                      mode: &str,
+                      restore: &str,
+                      opt: &str,
+                      says: Option<String>,
+                      severity: &str,
+                      fix: &str| {
+        cmd(&["chmod", mode, path.to_str().unwrap()]);
+        let r = srun(true, opt);
+        assert_ne!(r.code, 0, "{r:?}");
+        if let Some(says) = says {
+            assert!(r.stderr.contains(&says), "{says}: {r:?}");
+        }
+        assert_eq!(srun(false, opt).code, 0, "root's srun");
+        let (st, msg) = status("node.plugstack.user_read");
+        assert_eq!(st, severity, "{msg}");
+        let fix = format!("{fix} '{}'", path.display());
+        assert!(msg.contains(&fix), "{fix}: {msg}");
+        cmd(&["chmod", restore, path.to_str().unwrap()]);
+    };
+    // A drop-in users cannot open.
+    let denied = format!("spank: Failed to open {}: Permission denied", opt.display());
+    unreadable(
+        &opt,
+        "0600",
+        "0644",
+        "",
+        Some(denied),
+        "critical",
+        "chmod o+r",
     );
-    assert_eq!(srun(false, "").code, 0, "root's srun");
-    let (st, msg) = status("node.plugstack.user_read");
-    assert_eq!(st, "critical", "{msg}");
-    assert!(
-        msg.contains(&format!("chmod o+r '{}'", opt.display())),
-        "{msg}"
+    // A drop-in directory users cannot list: their srun runs without the plugin.
+    let unknown = "unrecognized option '--lgtest-opt'".to_string();
+    unreadable(
+        &dropins,
+        "0700",
+        "0755",
+        "--lgtest-opt",
+        Some(unknown),
+        "warning",
+        "chmod o+rx",
     );
-    cmd(&["chmod", "0644", opt.to_str().unwrap()]);
-
-    // A drop-in directory users cannot list: their srun silently runs without the plugin.
-    cmd(&["chmod", "0700", dropins.to_str().unwrap()]);
-    let r = srun(true, "--lgtest-opt");
-    assert_ne!(r.code, 0, "{r:?}");
-    assert!(
-        r.stderr.contains("unrecognized option '--lgtest-opt'"),
-        "{r:?}"
-    );
-    assert_eq!(srun(false, "--lgtest-opt").code, 0, "root's srun");
-    let (st, msg) = status("node.plugstack.user_read");
-    assert_eq!(st, "warning", "{msg}");
-    assert!(
-        msg.contains(&format!("chmod o+rx '{}'", dropins.display())),
-        "{msg}"
-    );
-    cmd(&["chmod", "0755", dropins.to_str().unwrap()]);
-
     // A required .so users cannot read.
-    cmd(&["chmod", "0700", so.to_str().unwrap()]);
-    let r = srun(true, "");
-    assert_ne!(r.code, 0, "{r:?}");
-    assert_eq!(srun(false, "").code, 0, "root's srun");
-    let (st, msg) = status("node.plugstack.user_read");
-    assert_eq!(st, "critical", "{msg}");
-    assert!(
-        msg.contains(&format!("chmod o+r '{}'", so.display())),
-        "{msg}"
-    );
-    cmd(&["chmod", "0755", so.to_str().unwrap()]);
+    unreadable(&so, "0700", "0755", "", None, "critical", "chmod o+r");
     assert_eq!(status("node.plugstack.user_read").0, "ok");
 }

@@ -413,6 +413,18 @@ fn on_sixteen_nodes_a_foreign_munge_key_on_any_node_names_that_node_only() {
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}: {r:#}");
 }
 
+/// Sixty-four nodes (issue 29 was filed at 16 and 64): a foreign key on a node in the middle, swept
+/// before slurmctld notices, and on the last node after it did; each names that node only, within
+/// the sweep's own deadlines (the first step, its bounded wait and one retry round).
+#[test]
+fn on_sixty_four_nodes_a_foreign_munge_key_names_that_node_only() {
+    let c = Cluster::up_n(64);
+    let (_, elapsed) = munge_fault(&c, "lgn33", Moment::Fresh, &[]);
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+    let (_, elapsed) = munge_fault(&c, "lgn64", Moment::Noticed, &[]);
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+}
+
 /// Four nodes: the first and the last node broken, each swept before slurmctld notices.
 #[test]
 fn on_four_nodes_a_foreign_munge_key_on_the_first_or_the_last_node_names_that_node_only() {
