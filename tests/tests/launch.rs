@@ -617,8 +617,16 @@ fn one_task_per_node_holds_the_jobs_cpus_and_is_never_called_one_cpu() {
     let _g = lock();
     plugstack("mode=enforce");
     for (case, sbatch_opts, srun_opts) in [
-        ("sbatch -c 2 -N1 -n1; srun", "#SBATCH -c 2\n#SBATCH -N 1\n#SBATCH -n 1", ""),
-        ("sbatch -c 2; srun --ntasks-per-node=1", "#SBATCH -c 2", "--ntasks-per-node=1 "),
+        (
+            "sbatch -c 2 -N1 -n1; srun",
+            "#SBATCH -c 2\n#SBATCH -N 1\n#SBATCH -n 1",
+            "",
+        ),
+        (
+            "sbatch -c 2; srun --ntasks-per-node=1",
+            "#SBATCH -c 2",
+            "--ntasks-per-node=1 ",
+        ),
         ("sbatch -n 2; srun -n 1", "#SBATCH -n 2", "-n 1 "),
     ] {
         let script = format!(

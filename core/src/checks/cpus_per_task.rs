@@ -237,7 +237,8 @@ pub fn srun_tasks_per_node(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Opti
             return parse_count(&v);
         }
     }
-    let Some(ntasks) = ntasks.or_else(|| var("SLURM_NTASKS").or_else(|| var("SLURM_NPROCS"))) else {
+    let Some(ntasks) = ntasks.or_else(|| var("SLURM_NTASKS").or_else(|| var("SLURM_NPROCS")))
+    else {
         return Some(1);
     };
     let ntasks = parse_count(&ntasks)?;
@@ -405,9 +406,7 @@ pub fn check_srun(
         } else {
             Severity::Error
         };
-        let job_cpus = env
-            .get("SLURM_CPUS_ON_NODE")
-            .and_then(|v| parse_count(&v));
+        let job_cpus = env.get("SLURM_CPUS_ON_NODE").and_then(|v| parse_count(&v));
         let fix = match (n, tasks_per_node, job_cpus) {
             (Some(n), Some(t), Some(c)) if trap && t.saturating_mul(n) > c => crowded_fix(n, t, c),
             _ => fix_text(release, n, &basis, trap),
@@ -1191,7 +1190,13 @@ mod tests {
 
     #[test]
     fn cpu_bind_values_that_bind_each_task() {
-        for v in ["cores", "quiet,cores", "map_cpu:0,1", "verbose,threads", "rank"] {
+        for v in [
+            "cores",
+            "quiet,cores",
+            "map_cpu:0,1",
+            "verbose,threads",
+            "rank",
+        ] {
             assert!(cpu_bind_binds(v), "{v}");
         }
         for v in ["none", "quiet,none", "quiet", "verbose", "", "v"] {
