@@ -6,9 +6,14 @@
 //! (192 / 8 = 24).
 //!
 //! Release rules (srun(1), Slurm 23.11 release notes, docs/spank.md): 22.05 and 23.02 srun read only
-//! `SRUN_CPUS_PER_TASK`, so `#SBATCH -c 2` followed by a plain `srun` gives the step 1 CPU per task
+//! `SRUN_CPUS_PER_TASK`, so `#SBATCH -c 2` followed by a plain `srun` of several tasks per node gives each task 1 CPU
 //! while `SLURM_CPUS_PER_TASK=2` sits in its environment; 23.11+ srun read `SLURM_CPUS_PER_TASK` again
 //! and ignore `SRUN_CPUS_PER_TASK`.
+//!
+//! One task per node is not that trap (srun(1) `--exact`: without it a step inside an allocation
+//! holds all of the job's CPUs on each node, and the lone task is bound to all of them): srun leaves
+//! it to slurmstepd ([`srun_tasks_per_node`], [`in_allocation`]), which judges the lone task on the
+//! CPUs the step holds on its node ([`StepCpus::lone_task_cpus`]).
 
 use super::env::{parse_count, Env};
 use super::gpus::srun_gpu_request;
