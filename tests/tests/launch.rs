@@ -647,6 +647,25 @@ fn one_task_per_node_holds_the_jobs_cpus_and_is_never_called_one_cpu() {
     assert_eq!(r.code, 0, "salloc -c2; srun: {r:#?}");
     assert!(r.findings().is_empty(), "salloc -c2; srun: {r:#?}");
     assert_eq!(probed_cpus(&r.stdout), vec![(2, 2)], "{r:#?}");
+    // A lone task in a job of 1 CPU really has 1: slurmstepd stops it (srun left it to slurmstepd).
+    let script =
+        format!("#!/bin/bash\n#SBATCH --gres=gpu:2\nsrun bash -c '{PROBE}'\necho \"srun rc=$?\"\n");
+    let (_, out) = sbatch(As::User, "one-task-one-cpu", &[], &script);
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("launchguard: launch."))
+        .collect();
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(
+        said[0].starts_with(
+            "launchguard: launch.cpus_per_task: this GPU step (2 GPUs on this node) runs with 1 CPU per task;"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("srun rc=1\n") && !out.contains("cpus "),
+        "{out}"
+    );
 }
 
 #[test]

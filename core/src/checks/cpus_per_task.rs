@@ -429,6 +429,22 @@ pub fn check_srun(
     (out, CpusMark::Predicted(cpt))
 }
 
+/// The fix for a lone task that holds the one CPU its step has on the node: inside a job that CPU is
+/// all the job holds there (a step without `--exact` takes all of them), so the CPUs must be asked
+/// for where the job is made.
+fn lone_fix(n: Option<u32>, basis: &str) -> String {
+    let (num, basis) = match n {
+        Some(n) => (n.to_string(), basis.to_string()),
+        None => (
+            "N".to_string(),
+            " (N = the node's CPUs / GPUs, e.g. 192/8 = 24)".to_string(),
+        ),
+    };
+    format!(
+        "ask for the CPUs where the job is made: srun --cpus-per-task={num}{basis} for an srun outside a job, #SBATCH --cpus-per-task={num} or salloc -c {num} for one inside (its one task per node then holds them all)"
+    )
+}
+
 /// The one task of a node holds all the step's CPUs there (`held`), fewer than the floor.
 fn lone_task_finding(what_step: &str, held: u32, min: MinSource) -> Finding {
     let per = match min {
@@ -619,6 +635,9 @@ pub fn check_step(
         let basis = MinSource::basis_unless_trap(min, trap);
         let fix = match (n, step.local_tasks, step.node_cpus) {
             (Some(n), Some(t), Some(c)) if trap && t.saturating_mul(n) > c => crowded_fix(n, t, c),
+            // A lone task holding the step's single CPU: the job holds no more here, so `-c` on
+            // an srun inside it would be refused; the job must ask.
+            _ if step.lone_task_cpus() == Some(1) => lone_fix(n, &basis),
             _ => fix_text(release, n, &basis, trap),
         };
         return vec![Finding {
@@ -1142,6 +1161,20 @@ mod tests {
             assert_eq!(f.len(), 1, "{s:?}");
             assert_eq!(f[0].severity, Severity::Error, "{s:?}");
         }
+        // a lone task in a job of 1 CPU on the node: the job must ask for more
+        let one = StepCpus {
+            job_cpus_per_task: None,
+            node_cpus: Some(1),
+            ..lone.clone()
+        };
+        let f = check_step(R2205, &one, node, &parse_args(&["min_cpus_per_task=4"]).0);
+        assert!(
+            f[0].fix.starts_with(
+                "ask for the CPUs where the job is made: srun --cpus-per-task=4 (min_cpus_per_task=4 set by the admin) for an srun outside a job, #SBATCH --cpus-per-task=4"
+            ),
+            "{}",
+            f[0].fix
+        );
         // two tasks share the job's 2 CPUs: 1 each, and -c 2 alone would not fit
         let two = StepCpus {
             local_tasks: Some(2),
