@@ -662,6 +662,12 @@ fn one_task_per_node_holds_the_jobs_cpus_and_is_never_called_one_cpu() {
         ),
         "{out}"
     );
+    // ...and the fix is the job's: -c on an srun inside a job of 1 CPU would be refused (the first
+    // case above is that fix followed)
+    assert!(
+        said[0].contains("#SBATCH --cpus-per-task=N or salloc -c N for one inside"),
+        "{out}"
+    );
     assert!(
         out.contains("srun rc=1\n") && !out.contains("cpus "),
         "{out}"
