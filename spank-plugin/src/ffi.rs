@@ -70,6 +70,8 @@ pub enum NumItem {
     StepCpusPerTask,
     TaskGlobalId,
     TaskLocalId,
+    /// The step's tasks on this node (`S_JOB_LOCAL_TASK_COUNT`; remote context).
+    LocalTaskCount,
 }
 
 /// `access(path, R_OK | W_OK)`: `Ok(())` or the errno (a `libc::E*` value). The kernel applies the
@@ -180,6 +182,7 @@ impl Spank {
             NumItem::StepCpusPerTask => sys::S_STEP_CPUS_PER_TASK,
             NumItem::TaskGlobalId => sys::S_TASK_GLOBAL_ID,
             NumItem::TaskLocalId => sys::S_TASK_ID,
+            NumItem::LocalTaskCount => sys::S_JOB_LOCAL_TASK_COUNT,
         };
         let mut buf: u64 = 0;
         // SAFETY: each of these items takes one pointer to an integer of 2 (S_JOB_NCPUS), 4 or 8

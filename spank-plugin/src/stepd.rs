@@ -196,6 +196,15 @@ fn gather_state(sp: &Spank) -> Option<StepState> {
                     .getenv("SLURM_CPUS_PER_GPU")
                     .is_some_and(|v| !v.is_empty()),
             overlap: sp.getenv("SLURM_OVERLAP").is_some(),
+            local_tasks: sp
+                .get_number(NumItem::LocalTaskCount)
+                .and_then(|n| u32::try_from(n).ok()),
+            node_cpus: sp
+                .get_number(NumItem::JobNcpus)
+                .and_then(|n| u32::try_from(n).ok()),
+            bound: sp
+                .getenv("SLURM_CPU_BIND")
+                .is_some_and(|v| cpus_per_task::cpu_bind_binds(&v)),
         };
         // The marker only saves printing a line twice; the verdict is the step's.
         cpus = cpus_per_task::step_verdict(

@@ -269,13 +269,19 @@ fn export_split_says_what_the_task_really_gets() {
     }
 }
 
-const TRAP_SCRIPT: &str = "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nsrun bash -c 'echo step ran'\necho \"srun rc=$?\"\n";
+/// The inherited-`-c` trap of 22.05/23.02: two tasks on the node of an `sbatch -c 2` job, each of
+/// which gets 1 CPU (a single task would hold both of the job's CPUs: see
+/// `one_task_per_node_holds_the_jobs_cpus_and_is_never_called_one_cpu`).
+const TRAP_SCRIPT: &str = "#!/bin/bash\n#SBATCH -c 2\n#SBATCH --gres=gpu:2\nsrun -n 2 bash -c 'echo step ran'\necho \"srun rc=$?\"\n";
 
+/// The trap's line: 2 tasks x 2 CPUs do not fit in the 2 CPUs the job holds, so `-c 2` alone would
+/// make srun refuse the step; the fix says what fits.
 fn trap_line() -> String {
     format!(
         "launchguard: launch.cpus_per_task: this GPU step gets 1 CPU per task: srun 22.05 does not read SLURM_CPUS_PER_TASK=2 \
          from the allocation (sbatch/salloc -c 2); {WHY_ONE}; \
-         add -c 2 to srun, or export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK in the job script before srun"
+         the job holds 2 CPUs on this node, too few for 2 tasks x 2 CPUs: run 1 task per node with -c 2 \
+         (srun --ntasks-per-node=1 -c 2), or submit the job with --ntasks-per-node=2 -c 2"
     )
 }
 
@@ -341,13 +347,15 @@ fn sbatch_c2_then_plain_srun_follows_the_release() {
         // 23.11+: the step really gets 2 CPUs per task. In enforce mode slurmstepd would reject the
         // step if S_STEP_CPUS_PER_TASK were 1, so silence proves it.
         plugstack("mode=enforce");
-        let script =
-            TRAP_SCRIPT.replace("echo step ran", "echo step ran with $SLURM_CPUS_PER_TASK");
+        let script = TRAP_SCRIPT.replace(
+            "srun -n 2 bash -c 'echo step ran'",
+            "srun -n 1 bash -c 'echo step ran with $SLURM_CPUS_PER_TASK $(nproc)'",
+        );
         let (_, out) = sbatch(As::User, "trap-2411", &[], &script);
-        assert_eq!(out, "step ran with 2\nsrun rc=0\n");
+        assert_eq!(out, "step ran with 2 2\nsrun rc=0\n");
         return;
     }
-    // 22.05/23.02: the step silently gets 1 CPU per task.
+    // 22.05/23.02: two tasks silently get 1 CPU each.
     plugstack("mode=warn");
     let (r, out) = sbatch(As::User, "trap-warn", &[], TRAP_SCRIPT);
     assert_eq!(r.code, 0, "{r:#?}");
@@ -357,7 +365,7 @@ fn sbatch_c2_then_plain_srun_follows_the_release() {
         .collect();
     assert_eq!(lines, vec![trap_line().as_str()], "{out}");
     assert!(
-        out.contains("step ran\n") && out.contains("srun rc=0\n"),
+        out.contains("step ran\nstep ran\n") && out.contains("srun rc=0\n"),
         "{out}"
     );
 
@@ -466,14 +474,16 @@ fn steps_inside_salloc_keep_their_exemptions_and_the_trap_is_still_caught() {
             assert!(r.findings().is_empty(), "{argv:?}: {r:#?}");
         }
     }
-    let argv: Vec<&str> = salloc
-        .iter()
-        .chain(&["srun", "echo", "1"])
-        .copied()
-        .collect();
+    // 22.05/23.02: two tasks on the node, 1 CPU each (one task would hold both of the job's CPUs).
+    // 23.11+ read SLURM_CPUS_PER_TASK=2 from salloc -c2: one task gets its 2 CPUs (two would need 4).
+    let inner: &[&str] = if reads_slurm_cpus() {
+        &["srun", "echo", "1"]
+    } else {
+        &["srun", "-n", "2", "echo", "1"]
+    };
+    let argv: Vec<&str> = salloc.iter().chain(inner).copied().collect();
     let r = run(As::User, &[], &argv);
     if reads_slurm_cpus() {
-        // 23.11+: srun reads SLURM_CPUS_PER_TASK=2 from salloc -c2
         assert_eq!((r.code, r.stdout.as_str()), (0, "1\n"), "{r:#?}");
         assert!(r.findings().is_empty(), "{r:#?}");
     } else {
@@ -491,19 +501,18 @@ fn steps_inside_salloc_keep_their_exemptions_and_the_trap_is_still_caught() {
     }
 }
 
+/// The trap line's fix (`srun --ntasks-per-node=1 -c 2` in place of `srun -n 2`), followed, runs
+/// silently in enforce mode with the job's 2 CPUs in its task, on every release.
 #[test]
 fn following_the_trap_advice_silences_it() {
     let _g = lock();
     plugstack("mode=enforce");
     let fixed = TRAP_SCRIPT.replace(
-        "srun bash",
-        "export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\nsrun bash",
+        "srun -n 2 bash -c 'echo step ran'",
+        "srun --ntasks-per-node=1 -c 2 bash -c 'echo step ran on $(nproc)'",
     );
-    let (_, out) = sbatch(As::User, "trap-fixed-env", &[], &fixed);
-    assert_eq!(out, "step ran\nsrun rc=0\n");
-    let fixed = TRAP_SCRIPT.replace("srun bash", "srun -c 2 bash");
     let (_, out) = sbatch(As::User, "trap-fixed-c", &[], &fixed);
-    assert_eq!(out, "step ran\nsrun rc=0\n");
+    assert_eq!(out, "step ran on 2\nsrun rc=0\n");
 }
 
 /// The number of CPUs per task a `launch.cpus_per_task` line claims ("gets 1 CPU per task", "asks
@@ -576,8 +585,9 @@ fn the_cpu_line_says_what_nproc_shows_in_the_step() {
     assert_eq!(check("srun -c 2", r.findings(), &r.stdout), 2);
     // Inside `sbatch -c 2`, a plain srun gets 2 CPUs per task on 23.11+ (no line about the count; the
     // step shows SLURM_CPUS_PER_TASK) and 1 on 22.05, where the line says so. On 22.05 two tasks
-    // share the job's 2 CPUs: a single task would get both, since a step without --exact takes all
-    // of the job's CPUs on the node and auto binding then binds the one task to the whole socket.
+    // share the job's 2 CPUs: a single task gets both, since a step without --exact takes all of the
+    // job's CPUs on the node and auto binding then binds the one task to the whole socket (no line:
+    // one_task_per_node_holds_the_jobs_cpus_and_is_never_called_one_cpu).
     plugstack("mode=warn");
     let tasks = if reads_slurm_cpus() { "" } else { "-n 2 " };
     let script =
@@ -595,6 +605,73 @@ fn the_cpu_line_says_what_nproc_shows_in_the_step() {
         assert_eq!(check("sbatch -c 2; srun -n 2", findings, &out), 1);
         assert_eq!(probed_cpus(&out).len(), 2, "{out}");
     }
+}
+
+/// The one-task launch (`srun --ntasks-per-node=1 torchrun …`, or a plain `srun` in a one-task job):
+/// a step without `--exact` holds all of the job's CPUs on the node (srun(1) `--exact`) and its one
+/// task is bound to all of them, so it is never a step of "1 CPU per task", on any release, in
+/// `sbatch -c 2` (where 22.05's srun ignores `SLURM_CPUS_PER_TASK`), in `sbatch -n 2` without `-c`,
+/// or in `salloc -c2`. Enforce mode runs them, silently, and `nproc` shows the job's 2 CPUs.
+#[test]
+fn one_task_per_node_holds_the_jobs_cpus_and_is_never_called_one_cpu() {
+    let _g = lock();
+    plugstack("mode=enforce");
+    for (case, sbatch_opts, srun_opts) in [
+        (
+            "sbatch -c 2 -N1 -n1; srun",
+            "#SBATCH -c 2\n#SBATCH -N 1\n#SBATCH -n 1",
+            "",
+        ),
+        (
+            "sbatch -c 2; srun --ntasks-per-node=1",
+            "#SBATCH -c 2",
+            "--ntasks-per-node=1 ",
+        ),
+        ("sbatch -n 2; srun -n 1", "#SBATCH -n 2", "-n 1 "),
+    ] {
+        let script = format!(
+            "#!/bin/bash\n{sbatch_opts}\n#SBATCH --gres=gpu:2\nsrun {srun_opts}bash -c '{PROBE}'\necho \"srun rc=$?\"\n"
+        );
+        let (r, out) = sbatch(As::User, "one-task", &[], &script);
+        assert_eq!(r.code, 0, "{case}: {r:#?}\n{out}");
+        let said: Vec<&str> = out.lines().filter(|l| l.contains("launchguard")).collect();
+        assert!(said.is_empty(), "{case}: a false alarm: {said:#?}\n{out}");
+        assert!(out.contains("srun rc=0\n"), "{case}: {out}");
+        assert_eq!(probed_cpus(&out), vec![(2, 2)], "{case}: {out}");
+    }
+    let r = run(
+        As::User,
+        &[],
+        &["salloc", "-c2", "--gres=gpu:1", "srun", "bash", "-c", PROBE],
+    );
+    assert_eq!(r.code, 0, "salloc -c2; srun: {r:#?}");
+    assert!(r.findings().is_empty(), "salloc -c2; srun: {r:#?}");
+    assert_eq!(probed_cpus(&r.stdout), vec![(2, 2)], "{r:#?}");
+    // A lone task in a job of 1 CPU really has 1: slurmstepd stops it (srun left it to slurmstepd).
+    let script =
+        format!("#!/bin/bash\n#SBATCH --gres=gpu:2\nsrun bash -c '{PROBE}'\necho \"srun rc=$?\"\n");
+    let (_, out) = sbatch(As::User, "one-task-one-cpu", &[], &script);
+    let said: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("launchguard: launch."))
+        .collect();
+    assert_eq!(said.len(), 1, "{out}");
+    assert!(
+        said[0].starts_with(
+            "launchguard: launch.cpus_per_task: this GPU step (2 GPUs on this node) runs with 1 CPU per task;"
+        ),
+        "{out}"
+    );
+    // ...and the fix is the job's: -c on an srun inside a job of 1 CPU would be refused (the first
+    // case above is that fix followed)
+    assert!(
+        said[0].contains("#SBATCH --cpus-per-task=N or salloc -c N for one inside"),
+        "{out}"
+    );
+    assert!(
+        out.contains("srun rc=1\n") && !out.contains("cpus "),
+        "{out}"
+    );
 }
 
 #[test]

@@ -6,9 +6,14 @@
 //! (192 / 8 = 24).
 //!
 //! Release rules (srun(1), Slurm 23.11 release notes, docs/spank.md): 22.05 and 23.02 srun read only
-//! `SRUN_CPUS_PER_TASK`, so `#SBATCH -c 2` followed by a plain `srun` gives the step 1 CPU per task
+//! `SRUN_CPUS_PER_TASK`, so `#SBATCH -c 2` followed by a plain `srun` of several tasks per node gives each task 1 CPU
 //! while `SLURM_CPUS_PER_TASK=2` sits in its environment; 23.11+ srun read `SLURM_CPUS_PER_TASK` again
 //! and ignore `SRUN_CPUS_PER_TASK`.
+//!
+//! One task per node is not that trap (srun(1) `--exact`: without it a step inside an allocation
+//! holds all of the job's CPUs on each node, and the lone task is bound to all of them): srun leaves
+//! it to slurmstepd ([`srun_tasks_per_node`], [`in_allocation`]), which judges the lone task on the
+//! CPUs the step holds on its node ([`StepCpus::lone_task_cpus`]).
 
 use super::env::{parse_count, Env};
 use super::gpus::srun_gpu_request;
@@ -185,6 +190,79 @@ fn cpus_in_tres(spec: &str) -> Option<u32> {
     })
 }
 
+/// Whether srun starts its step inside an existing allocation (`sbatch`/`salloc` set `SLURM_JOB_ID`;
+/// `--jobid` names one): the step then holds all of the job's CPUs on each node unless `--exact`
+/// (srun(1) `--exact`, `--overlap`).
+pub fn in_allocation(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> bool {
+    argv.value("jobid").is_some()
+        || env.get("SLURM_JOB_ID").is_some()
+        || env.get("SLURM_JOBID").is_some()
+}
+
+/// Whether srun gives the step only the CPUs its tasks ask for (`--exact`, or `SLURM_EXACT`, which
+/// srun reads as `--exact`; srun(1) "INPUT ENVIRONMENT VARIABLES").
+fn exact(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> bool {
+    argv.has("exact") || env.get("SLURM_EXACT").is_some()
+}
+
+/// srun's tasks per node, estimated the way srun counts them (srun(1) `-n`, `-N`,
+/// `--ntasks-per-node` and "INPUT ENVIRONMENT VARIABLES": srun reads `SLURM_NTASKS_PER_NODE`,
+/// `SLURM_NTASKS` and `SLURM_JOB_NUM_NODES` from the allocation as those options; the command line
+/// wins): `--ntasks-per-node`, else `-n` spread over `-N` nodes (rounded up), else srun's default of
+/// one task per node. `None` when something it does not follow decides the count
+/// (`--ntasks-per-gpu/-socket/-core/-tres`, `-m arbitrary`, `-N min-max`, `-n` without a node count,
+/// options launchguard does not know).
+pub fn srun_tasks_per_node(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Option<u32> {
+    if argv.uncertain
+        || [
+            "ntasks-per-gpu",
+            "ntasks-per-socket",
+            "ntasks-per-core",
+            "ntasks-per-tres",
+        ]
+        .iter()
+        .any(|o| argv.has(o))
+        || argv
+            .value("distribution")
+            .is_some_and(|d| d.starts_with("arbitrary"))
+        || ["SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES"]
+            .iter()
+            .any(|v| env.get(v).is_some())
+    {
+        return None;
+    }
+    let opt = |name: &str| argv.value(name).map(str::to_string);
+    let var = |name: &str| env.get(name);
+    if let Some(v) = opt("ntasks-per-node") {
+        return parse_count(&v);
+    }
+    let ntasks = opt("ntasks");
+    if ntasks.is_none() {
+        if let Some(v) = var("SLURM_NTASKS_PER_NODE") {
+            return parse_count(&v);
+        }
+    }
+    let Some(ntasks) = ntasks.or_else(|| var("SLURM_NTASKS").or_else(|| var("SLURM_NPROCS")))
+    else {
+        return Some(1);
+    };
+    let ntasks = parse_count(&ntasks)?;
+    let nodes = parse_count(&opt("nodes").or_else(|| var("SLURM_JOB_NUM_NODES"))?)?;
+    let nodes = nodes.min(ntasks).max(1);
+    Some(ntasks.div_ceil(nodes))
+}
+
+/// The fix when the tasks on a node, each with the job's `-c n`, need more CPUs than the job holds
+/// there (`cpus`): `srun -n 2` in an `sbatch -c 2` job. Adding `-c n` alone would make srun refuse the
+/// step (`More processors requested than permitted`).
+fn crowded_fix(n: u32, tasks: u32, cpus: u32) -> String {
+    let fit = (cpus / n.max(1)).max(1);
+    format!(
+        "the job holds {cpus} CPUs on this node, too few for {tasks} tasks x {n} CPUs: run {fit} task{} per node with -c {n} (srun --ntasks-per-node={fit} -c {n}), or submit the job with --ntasks-per-node={tasks} -c {n}",
+        if fit == 1 { "" } else { "s" }
+    )
+}
+
 /// Why an srun launch is not judged on CPUs per task at all: helper steps whose tasks are not pinned
 /// (`--cpu-bind=none`: MPI daemons such as Open MPI's/PRRTE's `orted`/`prted` launched through srun),
 /// interactive shells (`--pty`, `--interactive`).
@@ -271,9 +349,18 @@ pub fn check_srun(
         return (vec![], CpusMark::Exempt);
     }
     let source = srun_cpus_source(release, argv, env);
+    // Inside an allocation a step without --exact holds all of the job's CPUs on each node, and
+    // the one task of a one-task-per-node launch (torchrun, accelerate) is bound to all of them:
+    // only slurmstepd, which sees the tasks on its node and the CPUs the step holds, can tell.
+    let tasks_per_node = srun_tasks_per_node(argv, env);
+    let one_task_in_job = in_allocation(argv, env)
+        && !exact(argv, env)
+        && !matches!(tasks_per_node, Some(t) if t >= 2);
     let (cpt, explicit) = match source {
         CpusSource::Option(n) | CpusSource::Env(_, n) | CpusSource::Tres(n) => (n, true),
-        CpusSource::Default if argv.uncertain => return (vec![], CpusMark::Unjudged),
+        CpusSource::Default if argv.uncertain || one_task_in_job => {
+            return (vec![], CpusMark::Unjudged)
+        }
         CpusSource::Default => (1, false),
         CpusSource::PerGpu => return (vec![], CpusMark::Exempt),
         CpusSource::Unusable => return (vec![], CpusMark::Unjudged),
@@ -324,17 +411,61 @@ pub fn check_srun(
         } else {
             Severity::Error
         };
+        let job_cpus = env.get("SLURM_CPUS_ON_NODE").and_then(|v| parse_count(&v));
+        let fix = match (n, tasks_per_node, job_cpus) {
+            (Some(n), Some(t), Some(c)) if trap && t.saturating_mul(n) > c => crowded_fix(n, t, c),
+            _ => fix_text(release, n, &basis, trap),
+        };
         out.push(Finding {
             check: CheckKind::CpusPerTask,
             severity,
             what,
             why: WHY_ONE.into(),
-            fix: fix_text(release, n, &basis, trap),
+            fix,
         });
     } else if let Some(min) = min.filter(|m| cpt < m.value()) {
         out.push(few_finding(step, cpt, min));
     }
     (out, CpusMark::Predicted(cpt))
+}
+
+/// The fix for a lone task that holds the one CPU its step has on the node: inside a job that CPU is
+/// all the job holds there (a step without `--exact` takes all of them), so the CPUs must be asked
+/// for where the job is made.
+fn lone_fix(n: Option<u32>, basis: &str) -> String {
+    let (num, basis) = match n {
+        Some(n) => (n.to_string(), basis.to_string()),
+        None => (
+            "N".to_string(),
+            " (N = the node's CPUs / GPUs, e.g. 192/8 = 24)".to_string(),
+        ),
+    };
+    format!(
+        "ask for the CPUs where the job is made: srun --cpus-per-task={num}{basis} for an srun outside a job, #SBATCH --cpus-per-task={num} or salloc -c {num} for one inside (its one task per node then holds them all)"
+    )
+}
+
+/// The one task of a node holds all the step's CPUs there (`held`), fewer than the floor.
+fn lone_task_finding(what_step: &str, held: u32, min: MinSource) -> Finding {
+    let per = match min {
+        MinSource::Admin(_) => "the site's minimum".to_string(),
+        MinSource::Node { .. } => "the node's CPUs per GPU times its GPUs".to_string(),
+    };
+    Finding {
+        check: CheckKind::CpusPerTask,
+        severity: Severity::Warning,
+        what: format!(
+            "the one task of this {what_step} holds the step's {held} CPU{} here, fewer than {per} ({})",
+            if held == 1 { "" } else { "s" },
+            min.value()
+        ),
+        why: WHY_FEW.into(),
+        fix: format!(
+            "ask the job for more CPUs on the node (#SBATCH --cpus-per-task={}){}",
+            min.value(),
+            min.basis()
+        ),
+    }
 }
 
 fn few_finding(step: &str, cpt: u32, min: MinSource) -> Finding {
@@ -373,6 +504,37 @@ pub struct StepCpus {
     /// `SLURM_OVERLAP` in the step's environment (srun reads it as `--overlap`; launchguard's srun
     /// plugin sets it for an `--overlap` on the command line): a rejection becomes a warning.
     pub overlap: bool,
+    /// The step's tasks on this node (`S_JOB_LOCAL_TASK_COUNT`).
+    pub local_tasks: Option<u32>,
+    /// The CPUs the step holds on this node (`S_JOB_NCPUS` in slurmstepd: the step's cores from its
+    /// credential; all of the job's CPUs on the node for a step without `--exact`).
+    pub node_cpus: Option<u32>,
+    /// `SLURM_CPU_BIND` binds each task to CPUs of its own (`cores`, `threads`, `sockets`, `map_cpu:…`,
+    /// `mask_cpu:…`, `rank`, `ldoms`; [`cpu_bind_binds`]): a lone task then gets its own CPUs, not all
+    /// the step's.
+    pub bound: bool,
+}
+
+/// Whether a `--cpu-bind` / `SLURM_CPU_BIND` value binds tasks to CPUs of their own (srun(1)
+/// `--cpu-bind`): anything but `none`, `quiet`, `verbose` (and an empty value).
+pub fn cpu_bind_binds(value: &str) -> bool {
+    !cpu_bind_is_none(value)
+        && value.split(',').any(|t| {
+            let t = t.trim().to_ascii_lowercase();
+            !(t.is_empty() || t == "quiet" || t == "q" || t == "verbose" || t == "v")
+        })
+}
+
+impl StepCpus {
+    /// The CPUs the one task of this node holds when it is alone here and not bound by an option:
+    /// all of the step's CPUs on the node (task/affinity binds a lone task to them, task/cgroup
+    /// confines it to the step's cpuset; `nproc` in the task prints this number).
+    pub fn lone_task_cpus(&self) -> Option<u32> {
+        if self.local_tasks != Some(1) || self.bound {
+            return None;
+        }
+        self.node_cpus.filter(|c| *c > 0)
+    }
 }
 
 /// slurmstepd's verdict on CPUs per task: judged from the step's own facts ([`check_step`]); srun's
@@ -442,6 +604,14 @@ pub fn check_step(
         "step".to_string()
     };
     let min = resolve_min(policy, node);
+    if let Some(held) = step.lone_task_cpus().filter(|c| *c > cpt) {
+        // One task holds every CPU the step has on this node: judge those, never "1 CPU per task".
+        let min = min.map(|m| m.per_task(step.gpus));
+        return match min.filter(|m| held < m.value()) {
+            Some(min) => vec![lone_task_finding(&what_step, held, min)],
+            None => vec![],
+        };
+    }
     if cpt == 1 && !asked {
         let inherited = step
             .job_cpus_per_task
@@ -463,6 +633,13 @@ pub fn check_step(
             ),
         };
         let basis = MinSource::basis_unless_trap(min, trap);
+        let fix = match (n, step.local_tasks, step.node_cpus) {
+            (Some(n), Some(t), Some(c)) if trap && t.saturating_mul(n) > c => crowded_fix(n, t, c),
+            // A lone task holding the step's single CPU: the job holds no more here, so `-c` on
+            // an srun inside it would be refused; the job must ask.
+            _ if step.lone_task_cpus() == Some(1) => lone_fix(n, &basis),
+            _ => fix_text(release, n, &basis, trap),
+        };
         return vec![Finding {
             check: CheckKind::CpusPerTask,
             severity: if overlap {
@@ -472,7 +649,7 @@ pub fn check_step(
             },
             what,
             why: WHY_ONE.into(),
-            fix: fix_text(release, n, &basis, trap),
+            fix,
         }];
     }
     match min.filter(|m| cpt < m.value()) {
@@ -621,6 +798,9 @@ mod tests {
         check_srun(rel, &parse(Tool::Srun, &argv), env, || node, &p)
     }
 
+    /// Inside a job (sbatch/salloc set SLURM_JOB_ID).
+    const JOB: (&str, &str) = ("SLURM_JOB_ID", "7");
+
     #[test]
     #[rustfmt::skip]
     fn srun_prediction_follows_the_release() {
@@ -655,7 +835,9 @@ mod tests {
             (R2205, &["srun", g, "--cpu-bind=none", "orted"], &[], None, X),
             (R2205, &["srun", g, "prted"], &[("SLURM_CPU_BIND", "quiet,none")], None, X),
             (R2205, &["srun", g, "--pty", "bash"], &[], None, X),
-            (R2205, &["srun", "--overlap", "--jobid=5", "nvidia-smi"], &[("SLURM_JOB_GPUS", "0")], Some(Severity::Warning), P(1)),
+            (R2205, &["srun", "--overlap", "--jobid=5", "-N1", "-n", "2", "nvidia-smi"], &[("SLURM_JOB_GPUS", "0")], Some(Severity::Warning), P(1)),
+            // one task per node inside an allocation holds all the job's CPUs there: slurmstepd judges
+            (R2205, &["srun", "--overlap", "--jobid=5", "nvidia-smi"], &[("SLURM_JOB_GPUS", "0")], None, U),
             // options launchguard does not know: never reject on absence, leave it to slurmstepd
             (R2205, &["srun", g, "--some-site-option", "x"], &[], None, U),
             (R2205, &["srun", g, "--prefer", "h100", "-c", "24", "x"], &[], None, P(24)),
@@ -669,6 +851,23 @@ mod tests {
             (R2205, &["srun", "x"], &[("SLURM_JOB_GPUS", "0,1")], Some(Severity::Error), P(1)),
             // the command's own -c is not srun's
             (R2205, &["srun", g, "python", "-c", "24"], &[], Some(Severity::Error), P(1)),
+            // the one-task trap: inside sbatch -c 24, one task per node gets all the job's CPUs there
+            (R2205, &["srun", g, "x"], &[JOB, ("SLURM_CPUS_PER_TASK", "24")], None, U),
+            (R2205, &["srun", g, "--ntasks-per-node=1", "torchrun"], &[JOB, ("SLURM_NTASKS_PER_NODE", "8")], None, U),
+            (R2205, &["srun", g, "x"], &[JOB, ("SLURM_NTASKS", "1"), ("SLURM_JOB_NUM_NODES", "1")], None, U),
+            (R2205, &["srun", g, "-N", "2", "-n", "2", "x"], &[JOB], None, U),
+            (R2411, &["srun", g, "-n", "1", "x"], &[JOB, ("SLURM_NTASKS", "8"), ("SLURM_JOB_NUM_NODES", "1")], None, U),
+            // ...but several tasks per node, --exact, or no allocation really get 1 CPU per task
+            (R2205, &["srun", g, "-n", "2", "x"], &[JOB, ("SLURM_CPUS_PER_TASK", "24"), ("SLURM_JOB_NUM_NODES", "1")], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "x"], &[JOB, ("SLURM_NTASKS", "3"), ("SLURM_JOB_NUM_NODES", "2")], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "x"], &[JOB, ("SLURM_NTASKS_PER_NODE", "8")], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "-n", "8", "x"], &[JOB, ("SLURM_NTASKS_PER_NODE", "1"), ("SLURM_JOB_NUM_NODES", "1")], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "--exact", "x"], &[JOB], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "x"], &[JOB, ("SLURM_EXACT", "1")], Some(Severity::Error), P(1)),
+            (R2205, &["srun", g, "-n", "1", "x"], &[], Some(Severity::Error), P(1)),
+            // counts launchguard cannot follow: slurmstepd judges
+            (R2205, &["srun", g, "--ntasks-per-gpu=1", "x"], &[JOB], None, U),
+            (R2205, &["srun", g, "-N", "1-2", "-n", "4", "x"], &[JOB], None, U),
         ];
         for (rel, argv, env, sev, mark) in table {
             let (f, got) = run(*rel, argv, env, &[]);
@@ -711,6 +910,32 @@ mod tests {
             "{}",
             f[0].fix
         );
+    }
+
+    /// `srun -n 2` in an `sbatch -c 2` job on 22.05: each task gets 1 CPU, and `-c 2` alone would ask
+    /// for 4 CPUs the job does not hold on the node, so the advice says what fits.
+    #[test]
+    fn several_tasks_in_a_job_too_small_for_them_are_told_what_fits() {
+        let env = [
+            JOB,
+            ("SLURM_CPUS_PER_TASK", "2"),
+            ("SLURM_CPUS_ON_NODE", "2"),
+            ("SLURM_JOB_NUM_NODES", "1"),
+        ];
+        let (f, mark) = run(R2205, &["srun", "--gpus=2", "-n", "2", "x"], &env, &[]);
+        assert_eq!(mark, CpusMark::Predicted(1));
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.cpus_per_task: this GPU step gets 1 CPU per task: srun 22.05 does not read SLURM_CPUS_PER_TASK=2 \
+             from the allocation (sbatch/salloc -c 2); {WHY_ONE}; the job holds 2 CPUs on this node, too few for 2 tasks x 2 CPUs: \
+             run 1 task per node with -c 2 (srun --ntasks-per-node=1 -c 2), or submit the job with --ntasks-per-node=2 -c 2"
+                .replace("{WHY_ONE}", WHY_ONE)
+        );
+        // a job with room for both keeps the release's advice
+        let mut roomy = env;
+        roomy[2] = ("SLURM_CPUS_ON_NODE", "4");
+        let (f, _) = run(R2205, &["srun", "--gpus=2", "-n", "2", "x"], &roomy, &[]);
+        assert!(f[0].fix.starts_with("add -c 2 to srun"), "{}", f[0].fix);
     }
 
     #[test]
@@ -794,6 +1019,9 @@ mod tests {
             overcommit: false,
             exempt: false,
             overlap: false,
+            local_tasks: None,
+            node_cpus: None,
+            bound: false,
         };
         let f = check_step(R2205, &trap, || node, &p);
         assert_eq!(f.len(), 1);
@@ -885,6 +1113,133 @@ mod tests {
         // 24.11 never advises SRUN_CPUS_PER_TASK
         let f = check_step(R2411, &trap, || node, &p);
         assert!(!f[0].to_string().contains("SRUN_CPUS_PER_TASK"), "{}", f[0]);
+    }
+
+    /// The one-task trap: inside `sbatch -c 2`, `srun` with one task per node (torchrun, accelerate)
+    /// gets all of the job's CPUs on the node although `S_STEP_CPUS_PER_TASK` is 1.
+    #[test]
+    fn a_lone_task_holding_the_steps_cpus_is_never_one_cpu_per_task() {
+        let enforce = parse_args(&["mode=enforce"]).0;
+        let node = || NodeFacts {
+            cpus: Some(2),
+            gpus: Some(2),
+        };
+        let lone = StepCpus {
+            cpus_per_task: Some(1),
+            gpus: 2,
+            job_cpus_per_task: Some("2".into()),
+            local_tasks: Some(1),
+            node_cpus: Some(2),
+            ..Default::default()
+        };
+        assert!(check_step(R2205, &lone, node, &enforce).is_empty());
+        let unjudged = SrunMarker::default();
+        let (v, _) = step_verdict(R2205, &lone, Some(&unjudged), node, &enforce);
+        assert!(!v.reject && v.shown.is_empty(), "{v:?}");
+        // without -c in the job as well (sbatch -n 2; srun -n 1), on any release
+        let plain = StepCpus {
+            job_cpus_per_task: None,
+            ..lone.clone()
+        };
+        assert!(check_step(R2411, &plain, node, &enforce).is_empty());
+        // the lone task really has 1 CPU: --exact (the step holds 1), --cpu-bind=cores, no count
+        for s in [
+            StepCpus {
+                node_cpus: Some(1),
+                ..lone.clone()
+            },
+            StepCpus {
+                bound: true,
+                ..lone.clone()
+            },
+            StepCpus {
+                node_cpus: None,
+                ..lone.clone()
+            },
+        ] {
+            let f = check_step(R2205, &s, node, &enforce);
+            assert_eq!(f.len(), 1, "{s:?}");
+            assert_eq!(f[0].severity, Severity::Error, "{s:?}");
+        }
+        // a lone task in a job of 1 CPU on the node: the job must ask for more
+        let one = StepCpus {
+            job_cpus_per_task: None,
+            node_cpus: Some(1),
+            ..lone.clone()
+        };
+        let f = check_step(R2205, &one, node, &parse_args(&["min_cpus_per_task=4"]).0);
+        assert!(
+            f[0].fix.starts_with(
+                "ask for the CPUs where the job is made: srun --cpus-per-task=4 (min_cpus_per_task=4 set by the admin) for an srun outside a job, #SBATCH --cpus-per-task=4"
+            ),
+            "{}",
+            f[0].fix
+        );
+        // two tasks share the job's 2 CPUs: 1 each, and -c 2 alone would not fit
+        let two = StepCpus {
+            local_tasks: Some(2),
+            ..lone.clone()
+        };
+        let f = check_step(R2205, &two, node, &enforce);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].what.contains("runs with 1 CPU per task"), "{}", f[0]);
+        assert_eq!(
+            f[0].fix,
+            "the job holds 2 CPUs on this node, too few for 2 tasks x 2 CPUs: run 1 task per node with -c 2 \
+             (srun --ntasks-per-node=1 -c 2), or submit the job with --ntasks-per-node=2 -c 2"
+        );
+        // a roomy job keeps the release's advice
+        let roomy = StepCpus {
+            node_cpus: Some(4),
+            ..two.clone()
+        };
+        let f = check_step(R2205, &roomy, node, &enforce);
+        assert!(f[0].fix.starts_with("add -c 2 to srun"), "{}", f[0].fix);
+        // torchrun on an 8-GPU node: one task with the node's 192 CPUs is fine, with 16 it is told
+        // the floor for a task driving 8 GPUs (192 / 8 x 8)
+        let big = || NodeFacts {
+            cpus: Some(192),
+            gpus: Some(8),
+        };
+        let torchrun = StepCpus {
+            cpus_per_task: Some(1),
+            gpus: 8,
+            local_tasks: Some(1),
+            node_cpus: Some(192),
+            ..Default::default()
+        };
+        assert!(check_step(R2205, &torchrun, big, &Policy::default()).is_empty());
+        let small = StepCpus {
+            node_cpus: Some(16),
+            ..torchrun
+        };
+        let f = check_step(R2205, &small, big, &enforce);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].what.starts_with(
+                "the one task of this GPU step (8 GPUs on this node) holds the step's 16 CPUs here"
+            ),
+            "{}",
+            f[0].what
+        );
+        assert!(f[0].fix.contains("--cpus-per-task=192"), "{}", f[0].fix);
+    }
+
+    #[test]
+    fn cpu_bind_values_that_bind_each_task() {
+        for v in [
+            "cores",
+            "quiet,cores",
+            "map_cpu:0,1",
+            "verbose,threads",
+            "rank",
+        ] {
+            assert!(cpu_bind_binds(v), "{v}");
+        }
+        for v in ["none", "quiet,none", "quiet", "verbose", "", "v"] {
+            assert!(!cpu_bind_binds(v), "{v}");
+        }
     }
 
     #[test]
@@ -985,6 +1340,9 @@ mod tests {
             overcommit: false,
             exempt: false,
             overlap: false,
+            local_tasks: None,
+            node_cpus: None,
+            bound: false,
         };
         let f = check_step(R2205, &step, gb300, &Policy::default());
         assert_eq!(f.len(), 1, "{f:?}");
