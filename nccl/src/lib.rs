@@ -15,7 +15,7 @@
 //!   bandwidth, network, versions); with [`plugin`] (a network plugin that failed, as the cause of
 //!   a Socket fallback), [`interfaces`] (the Socket interface list) and [`env_rules`] (NCCL_*
 //!   overrides NCCL logged, as a rule table) and [`warn_rules`] (causes of NCCL WARN lines, as data,
-//!   with aws-ofi-nccl's own WARNs in [`ofi_rules`]);
+//!   with aws-ofi-nccl's own WARNs in [`ofi_rules`], both asked through [`warn_causes`]);
 //! - [`baseline`]: per-SKU busbw/algbw baselines (built-in reference table or a file);
 //! - [`outliers`]: the busbw outlier job over many result files and the bad-node ranking;
 //! - [`output`]: readable, CSV and JSON rendering;
@@ -45,6 +45,7 @@ pub mod plugin;
 pub mod table;
 pub mod units;
 pub mod verdict;
+pub mod warn_causes;
 pub mod warn_rules;
 
 pub use file::parse_path;

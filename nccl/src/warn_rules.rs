@@ -524,13 +524,11 @@ pub fn is_follow_on(msg: &str) -> bool {
     FOLLOW_ON.iter().any(|f| msg.contains(f))
 }
 
-/// The first rule that explains the WARN message `msg`: this table's, else aws-ofi-nccl's own
-/// ([`crate::ofi_rules`]).
+/// The first rule that explains the WARN message `msg`.
 pub fn explain(msg: &str) -> Option<&'static WarnRule> {
     RULES
         .iter()
         .find(|r| r.any.iter().any(|n| msg.contains(n)) && !r.none.iter().any(|n| msg.contains(n)))
-        .or_else(|| crate::ofi_rules::explain(msg))
 }
 
 #[cfg(test)]
