@@ -14,7 +14,8 @@
 //! - [`verdict`]: the go/no-go rules, one finding per reason, one file per rule family (failures,
 //!   bandwidth, network, versions); with [`plugin`] (a network plugin that failed, as the cause of
 //!   a Socket fallback), [`interfaces`] (the Socket interface list) and [`env_rules`] (NCCL_*
-//!   overrides NCCL logged, as a rule table) and [`warn_rules`] (causes of NCCL WARN lines, as data);
+//!   overrides NCCL logged, as a rule table) and [`warn_rules`] (causes of NCCL WARN lines, as data,
+//!   with aws-ofi-nccl's own WARNs in [`ofi_rules`], both asked through [`warn_causes`]);
 //! - [`baseline`]: per-SKU busbw/algbw baselines (built-in reference table or a file);
 //! - [`outliers`]: the busbw outlier job over many result files and the bad-node ranking;
 //! - [`output`]: readable, CSV and JSON rendering;
@@ -34,6 +35,7 @@ pub mod interfaces;
 pub mod json;
 pub mod log;
 pub mod model;
+pub mod ofi_rules;
 pub mod outliers;
 pub mod output;
 pub mod parallel;
@@ -43,6 +45,7 @@ pub mod plugin;
 pub mod table;
 pub mod units;
 pub mod verdict;
+pub mod warn_causes;
 pub mod warn_rules;
 
 pub use file::parse_path;

@@ -476,7 +476,7 @@ impl LogFacts {
         // NCCL's prefix: the message is read as that WARN when a rule names its cause.
         if std::mem::take(&mut self.after_last_error) {
             let msg = line.trim();
-            if !msg.contains(" NCCL ") && crate::warn_rules::explain(msg).is_some() {
+            if !msg.contains(" NCCL ") && crate::warn_causes::explain(msg).is_some() {
                 self.nccl_lines += 1;
                 self.warn(msg);
                 return true;
@@ -554,7 +554,7 @@ impl LogFacts {
         }
         // A plugin WARN with a cause of its own (memory registration, a failed transfer) is that
         // cause's finding, not "the plugin failed".
-        if is_net_plugin_warn(msg) && crate::warn_rules::explain(msg).is_none() {
+        if is_net_plugin_warn(msg) && crate::warn_causes::explain(msg).is_none() {
             push_distinct(&mut self.net_plugin_errors, msg);
         }
     }

@@ -10,7 +10,7 @@ use launchguard_core::checks::nccl_env::{self, Cond, Rule};
 use launchguard_core::policy::ARGUMENTS;
 use launchguard_core::CheckKind;
 use launchguard_nccl::model::Severity as NcclSeverity;
-use launchguard_nccl::{env_rules, warn_rules};
+use launchguard_nccl::{env_rules, ofi_rules, warn_rules};
 use std::fmt::Write as _;
 
 /// One table cell: a single line, `|` escaped, empty shown as `-`.
@@ -157,11 +157,12 @@ fn nccl_sev(s: NcclSeverity) -> &'static str {
 fn nccl_rules() -> String {
     let mut out = header(
         "NCCL analysis rules (`launchguard nccl check`, `explain`)",
-        "`nccl/src/warn_rules.rs` and `nccl/src/env_rules.rs`",
+        "`nccl/src/warn_rules.rs`, `nccl/src/ofi_rules.rs` and `nccl/src/env_rules.rs`",
     );
-    out.push_str("## Causes of `NCCL WARN` lines\n\nThe first rule whose text matches a WARN explains it; a WARN none explains is the generic `nccl.warn`.\n\n");
+    out.push_str("## Causes of `NCCL WARN` lines\n\nThe first rule whose text matches a WARN explains it (the `nccl.ofi.*` rules only see aws-ofi-nccl's own `NET/OFI` WARNs, after the others); a WARN none explains is the generic `nccl.warn`.\n\n");
     let rows: Vec<Vec<String>> = warn_rules::RULES
         .iter()
+        .chain(ofi_rules::RULES)
         .map(|r| {
             vec![
                 code(r.id),

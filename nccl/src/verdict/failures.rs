@@ -46,7 +46,7 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
         let mut seen: Vec<&str> = vec![];
         let mut unexplained = vec![];
         for w in &facts.warns {
-            match crate::warn_rules::explain(w) {
+            match crate::warn_causes::explain(w) {
                 Some(r) if !seen.contains(&r.id) => {
                     seen.push(r.id);
                     f.push(Finding {

@@ -1,0 +1,262 @@
+//! Causes of aws-ofi-nccl's own WARNs (`NCCL_OFI_WARN`, printed by NCCL's logger as
+//! `NCCL WARN NET/OFI …`) beyond those the shared table in [`crate::warn_rules`] explains, as data:
+//! GPU-initiated networking (GIN) set-up, GDRCopy, GDAKI capability, the in-memory topology file,
+//! the EC2 platform lookup, rails that differ between peers, exhausted connection IDs and
+//! memory-registration keys, and the teardown notes that are harmless. A rule here matches only a
+//! message that starts with `NET/OFI ` (the plugin's prefix), and [`crate::warn_causes::explain`]
+//! consults this table after the shared one, so the shared rules keep their lines.
+//!
+//! Sources: the aws-ofi-nccl README and its release notes (GIN needs the RDMA protocol and
+//! GDRCopy 2.5+, GDAKI needs libfabric 2.5+ with the EFA provider), NCCL's "Environment
+//! Variables" documentation (NCCL_NET, NCCL_GIN_ENABLE, NCCL_TOPO_FILE), the GDRCopy README
+//! (the gdrdrv kernel module and /dev/gdrdrv), memfd_create(2) and seccomp(2) for the topology
+//! file, and the AWS EFA user guide (`fi_info -p efa`) for rails.
+
+use crate::model::Severity;
+use crate::warn_rules::WarnRule;
+
+/// The prefix aws-ofi-nccl puts before each of its messages.
+pub const PREFIX: &str = "NET/OFI ";
+
+/// The table, most specific first; the first rule that matches a `NET/OFI` WARN explains it.
+pub const RULES: &[WarnRule] = &[
+    WarnRule {
+        id: "nccl.ofi.gin_setup",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "OFI NET plugin has not been initialized. GIN requires",
+            "GIN only supports RDMA transport protocol",
+            "GIN plugin does not support FI_MR_ENDPOINT",
+            "Endpoint MR mode is not supported yet",
+        ],
+        what: "the program asked for NCCL's GPU-initiated networking (GIN) and aws-ofi-nccl refused it",
+        why: "aws-ofi-nccl serves GIN only while it is NCCL's active network plugin, with its RDMA protocol, on a provider with one memory key per registration (EFA): NCCL_NET naming another transport (Socket, IB), OFI_NCCL_PROTOCOL=SENDRECV, or FI_PROVIDER choosing a provider that binds memory to endpoints each stops it",
+        fix: "unset NCCL_NET (or set NCCL_NET=Libfabric), unset OFI_NCCL_PROTOCOL or set it to RDMA, keep FI_PROVIDER=efa, or run without GIN (NCCL_GIN_ENABLE=0)",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin: OFI NET plugin has not been initialized. GIN requires the OFI NET plugin to be active.",
+            "gpu-b:7711:7790 [3] NCCL WARN NET/OFI GIN only supports RDMA transport protocol.",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI GIN listen: ctx is NULL"],
+    },
+    WarnRule {
+        id: "nccl.ofi.gdrcopy",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "GIN requires GDRCopy 2.5+",
+            "Failed to initialize GDRCopy",
+            "Failed to resolve GDRCopy v2 API",
+        ],
+        what: "aws-ofi-nccl could not use GDRCopy, which its GPU-initiated networking (GIN) needs",
+        why: "GIN writes its signals to GPU memory through GDRCopy 2.5 or newer: libgdrapi.so.2 is missing from the library path (often inside the container image), is an older release, or the gdrdrv kernel module is not loaded so /dev/gdrdrv does not exist",
+        fix: "install GDRCopy 2.5+ on the node and load its module (`modprobe gdrdrv`, then `ls -l /dev/gdrdrv`), make libgdrapi.so.2 visible inside the container, or run without GIN (NCCL_GIN_ENABLE=0)",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI GIN requires GDRCopy 2.5+ for forced PCIe copy support",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to initialize GDRCopy: Failed to open gdr handle",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI gdr_unpin_buffer failed: 22"],
+    },
+    WarnRule {
+        id: "nccl.ofi.gdaki_unavailable",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "createContext on a non-GDA-capable environment",
+            "GDAKI: not supported on this platform",
+            "fi_open_ops FI_EFA_GDA_OPS on rail",
+        ],
+        what: "NCCL asked aws-ofi-nccl for GPU-direct async networking (GDAKI) on a node that cannot give it",
+        why: "GDAKI lets the GPU drive the EFA device itself: it needs the EFA provider with its efa-direct fabric, libfabric 2.5 or newer at run time (an older EFA installer, or an older libfabric first on LD_LIBRARY_PATH inside the container) and DMA-BUF export of GPU memory (the open NVIDIA kernel modules)",
+        fix: "install an EFA installer whose libfabric is 2.5+ (`fi_info --version` inside the job) and use the open NVIDIA kernel modules, or let NCCL use the proxy GIN path (unset NCCL_GIN_TYPE) or no GIN (NCCL_GIN_ENABLE=0)",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext on a non-GDA-capable environment (requires an EFA provider, runtime libfabric >= 2.5, and viable DMA-BUF); GDAKI is unavailable here",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: fi_open_ops FI_EFA_GDA_OPS on rail 2 failed: Function not implemented",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext received NULL argument"],
+    },
+    WarnRule {
+        id: "nccl.ofi.plugin_older_than_nccl",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["GDAKI: unsupported backendVersion"],
+        what: "NCCL asked aws-ofi-nccl for a GPU-initiated networking interface newer than the plugin knows",
+        why: "the NCCL in the job is newer than the aws-ofi-nccl it loaded (a container's NCCL upgraded while the node's plugin, found through LD_LIBRARY_PATH or NCCL_NET_PLUGIN, stayed)",
+        fix: "use an aws-ofi-nccl release built for this NCCL (the one in the same image or EFA installer), or point NCCL_NET_PLUGIN at it",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: unsupported backendVersion 2 (plugin supports 0..1); refusing rather than building a mismatched device struct"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext_v14 received NULL config"],
+    },
+    WarnRule {
+        id: "nccl.ofi.topo_file",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "Failed to create anonymous topology file",
+            "Failed to open NCCL topology file using file descriptor",
+            "Unable to flush NCCL topology file",
+            "Failed to write topology to NCCL topology file. ERROR",
+            "Failed to print opening CPU tag. ERROR",
+            "Failed to print closing CPU tag. ERROR",
+            "Failed to print PCI tag. ERROR",
+            "Failed to print opening PCI tag. ERROR",
+            "Failed to write closing PCI bridge tag. ERROR",
+        ],
+        what: "aws-ofi-nccl could not write the topology file it hands NCCL",
+        why: "the plugin writes the topology it found (GPUs, EFA devices, PCI switches) into an in-memory file made with memfd_create and points NCCL_TOPO_FILE at it: 'Function not implemented' or 'Operation not permitted' is a container runtime's seccomp profile (or a kernel before 3.17) without memfd_create, 'Too many open files' the open-file limit, 'Cannot allocate memory' or 'No space left on device' the step's memory limit",
+        fix: "allow memfd_create in the container runtime's seccomp profile, raise the open-file limit (`ulimit -n`, LimitNOFILE of slurmd), or give the step more memory, and setting NCCL_TOPO_FILE to the XML for this instance type makes the plugin skip writing its own",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to create anonymous topology file. ERROR: Function not implemented",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to flush NCCL topology file. ERROR: Cannot allocate memory",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Error preparing topology file name"],
+    },
+    WarnRule {
+        id: "nccl.ofi.platform_unknown",
+        severity: Severity::Warning,
+        none: &[],
+        any: &[
+            "Error opening file: /sys/devices/virtual/dmi/",
+            "Error reading file: /sys/devices/virtual/dmi/",
+        ],
+        what: "aws-ofi-nccl could not read the machine's product name",
+        why: "the plugin reads the EC2 instance type from the DMI product name in sysfs to apply that type's defaults (protocol, topology file, NIC order), and the file is missing where the machine has no SMBIOS tables or a container hides /sys/devices/virtual/dmi, so the plugin runs without platform defaults (slower on EC2, harmless elsewhere)",
+        fix: "on EC2 make /sys visible in the container (enroot and Pyxis mount it unless a configuration removes it) or set OFI_NCCL_FORCE_PRODUCT_NAME to the instance type (e.g. p5.48xlarge), elsewhere nothing",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Error opening file: /sys/devices/virtual/dmi/id/product_name"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Error opening file: /tmp/ofi-topo.xml"],
+    },
+    WarnRule {
+        id: "nccl.ofi.rail_mismatch",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &[
+            "Unexpected number of remote rails for dev",
+            "Unexpected number of remote control rails for dev",
+        ],
+        what: "two ranks connected over different numbers of EFA devices (rails)",
+        why: "with the RDMA protocol a connection stripes across the same number of rails at both ends, and the peer's node offered another count: an EFA device missing or down on one node, nodes of different instance types in one job, or OFI_NCCL_* or FI_* settings that differ between nodes",
+        fix: "compare `fi_info -p efa -t FI_EP_RDM | grep -c domain` on the job's nodes and drain the one short of a device, run one instance type per job, and give every node the same OFI_NCCL_* and FI_* environment",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unexpected number of remote rails for dev 0. Expected 4 but got 2"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Invalid number of rails. Expected at least one rail"],
+    },
+    WarnRule {
+        id: "nccl.ofi.rail_order",
+        severity: Severity::Warning,
+        none: &[],
+        any: &["Did not find a device with expected index"],
+        what: "aws-ofi-nccl could not put the node's EFA devices in their usual order",
+        why: "on P5-class instances two EFA devices share one Nitro card and the plugin alternates the first and second device of each pair (the function index in each device's node GUID), and one GPU's group lacked a device of a pair: an EFA device missing on the node or not visible in the container, so it keeps the provider's order (a small loss)",
+        fix: "compare `fi_info -p efa -t FI_EP_RDM | grep -c domain` with the EFA count of the instance type, drain a node short of a device, and make every /dev/infiniband/uverbs* visible in the container",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Did not find a device with expected index 1"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Info count (15) and num_rails (16) do not match.  Aborting reorder."],
+    },
+    WarnRule {
+        id: "nccl.ofi.thread_limit",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Failed to start GIN gdrcopy worker"],
+        what: "aws-ofi-nccl could not start the thread that delivers GPU-initiated networking (GIN) signals",
+        why: "it starts one helper thread per process with its own descriptors, and that fails only when the process is at its thread limit (ulimit -u, the step cgroup's pids.max, TasksMax of slurmd's unit) or its open-file limit",
+        fix: "raise the limit slurmd passes to tasks (LimitNPROC/LimitNOFILE/TasksMax in slurmd's unit, PropagateResourceLimits in slurm.conf) and check `srun bash -c 'ulimit -u -n'`, or run without GIN (NCCL_GIN_ENABLE=0)",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to start GIN gdrcopy worker: Resource temporarily unavailable"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI gdrcopy worker failed for signal seq_num 7 (rc=-5)"],
+    },
+    WarnRule {
+        id: "nccl.ofi.ids_exhausted",
+        severity: Severity::NoGo,
+        none: &["0-sized pool"],
+        any: &[
+            "No IDs available (max:",
+            "No comm id available",
+            "Cannot open more connection for device ID",
+            "MR key allocation failed",
+        ],
+        what: "aws-ofi-nccl ran out of connection IDs or memory-registration keys",
+        why: "the plugin hands out a fixed number of them per device (32768 communicators under the RDMA protocol, a tag range under SENDRECV, a pool of keys for registered buffers), and they run out when the program keeps creating communicators or registering buffers without releasing them, e.g. a new process group or NCCL communicator every step",
+        fix: "create communicators once and destroy the ones no longer used (torch.distributed.destroy_process_group(), ncclCommDestroy) and deregister buffers the program registered itself",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI No IDs available (max: 32768)",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Cannot open more connection for device ID 0. Maximum is 1048576",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Cannot allocate an ID from a 0-sized pool"],
+    },
+    WarnRule {
+        id: "nccl.ofi.teardown_note",
+        severity: Severity::Info,
+        none: &[],
+        any: &[
+            "MR cache destroyed while",
+            "in-use entries that are not released",
+            "Finalizing already finalized plugin",
+        ],
+        what: "aws-ofi-nccl noted, while shutting down, buffers the program still held or a second shutdown call",
+        why: "the plugin frees what is left when NCCL unloads it and the process exit returns the rest, so the job's results are not affected",
+        fix: "nothing for this line alone: if the job failed, the first WARN before it names the cause",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI MR cache destroyed while 3 memory segments still held by the application. Forcing release of remaining entries.",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Finalizing already finalized plugin",
+        ],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Closing send_comm 0x7f00aa with inflight requests. Invalidating domain"],
+    },
+];
+
+/// The first rule of this table that explains the WARN message `msg` (what follows `NCCL WARN `);
+/// only aws-ofi-nccl's own messages (starting with [`PREFIX`]) are considered.
+pub fn explain(msg: &str) -> Option<&'static WarnRule> {
+    if !msg.starts_with(PREFIX) {
+        return None;
+    }
+    RULES
+        .iter()
+        .find(|r| r.any.iter().any(|n| msg.contains(n)) && !r.none.iter().any(|n| msg.contains(n)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(line: &str) -> &str {
+        line.split_once(" NCCL WARN ")
+            .map(|(_, m)| m)
+            .unwrap_or(line)
+    }
+
+    #[test]
+    fn each_rule_explains_its_own_examples_and_not_its_counter_examples() {
+        let mut ids = std::collections::HashSet::new();
+        for r in RULES {
+            assert!(ids.insert(r.id), "{}: listed twice", r.id);
+            assert!(
+                !r.examples.is_empty() && !r.counter.is_empty(),
+                "{}: needs an example and a counter-example",
+                r.id
+            );
+            for e in r.examples {
+                assert_eq!(explain(msg(e)).map(|x| x.id), Some(r.id), "{e}");
+            }
+            for c in r.counter {
+                assert_ne!(explain(msg(c)).map(|x| x.id), Some(r.id), "{c}");
+            }
+            for t in [r.what, r.why, r.fix] {
+                assert!(!t.contains(';') && !t.contains('\n'), "{}: {t}", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_plugins_own_messages_match() {
+        // The same words without the plugin's prefix are not aws-ofi-nccl's.
+        assert!(explain("No IDs available (max: 32768)").is_none());
+        assert!(explain("NET/OFI No IDs available (max: 32768)").is_some());
+    }
+}
