@@ -209,6 +209,9 @@ struct LineCache {
     /// [`LogFacts::scan_plain_nccl_line`] checks it): a line that starts with it and ` NCCL INFO `
     /// is plain too.
     plain_prefix: bool,
+    /// The last few `(role, list)` pairs [`LogFacts::interfaces`] read: reading one again adds
+    /// nothing (each interface in it is listed already, or the list was full), so it is skipped.
+    interface_lists: Vec<(&'static str, String)>,
 }
 
 impl PartialEq for LineCache {
@@ -226,7 +229,7 @@ impl LineCache {
         let c2 = self.key.len();
         (b.len() > c2 + 1
             && b[c2] == b':'
-            && &b[..c2] == self.key.as_bytes()
+            && same_bytes(&b[..c2], self.key.as_bytes())
             && b[c2 + 1..].iter().all(u8::is_ascii_digit))
         .then_some(v)
     }
@@ -530,7 +533,7 @@ impl LogFacts {
         }
         // The same prefix as the plain line before: nothing to check or read again in it.
         let lp = self.last_prefix.as_bytes();
-        if self.cache.plain_prefix && b.len() > lp.len() + 11 && b.starts_with(lp) {
+        if self.cache.plain_prefix && b.len() > lp.len() + 11 && same_bytes(&b[..lp.len()], lp) {
             let is_warn = match &b[lp.len()..lp.len() + 11] {
                 b" NCCL INFO " => Some(false),
                 b" NCCL WARN " => Some(true),
@@ -694,7 +697,7 @@ impl LogFacts {
     /// word when the caller knows the prefix is that word, one space and `[digits]` (the words
     /// [`last_words`] would try, as `[digits]` has no `:`).
     fn trimmed_prefix(&mut self, prefix: &str, word: Option<&str>) {
-        if prefix.is_empty() || prefix == self.last_prefix {
+        if prefix.is_empty() || same_bytes(prefix.as_bytes(), self.last_prefix.as_bytes()) {
             return;
         }
         self.last_prefix.clear();
@@ -917,6 +920,18 @@ impl LogFacts {
 
     /// The interfaces of a `NET/Socket : Using …`, `Bootstrap : Using …` or `OOB …` list.
     fn interfaces(&mut self, list: &str, role: &'static str) {
+        // Every rank logs the same lists: one read before adds nothing now.
+        let seen = &mut self.cache.interface_lists;
+        if seen
+            .iter()
+            .any(|(r, l)| *r == role && same_bytes(l.as_bytes(), list.as_bytes()))
+        {
+            return;
+        }
+        if seen.len() >= 8 {
+            seen.remove(0);
+        }
+        seen.push((role, list.to_string()));
         for tok in list.split_ascii_whitespace() {
             if tok == ";"
                 || tok.starts_with('[') && !tok[1..].starts_with(|c: char| c.is_ascii_digit())
@@ -1053,6 +1068,24 @@ fn last_words(s: &str, n: usize) -> impl Iterator<Item = &str> {
         }
     })
     .take(n)
+}
+
+/// `a == b`, eight bytes at a time and without a library call (prefixes and keys are a few dozen
+/// bytes: a call to `memcmp` for each cost more than the comparison).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (p, q) in (&mut x).zip(&mut y) {
+        if u64::from_ne_bytes(p.try_into().unwrap_or([0; 8]))
+            != u64::from_ne_bytes(q.try_into().unwrap_or([0; 8]))
+        {
+            return false;
+        }
+    }
+    x.remainder().iter().zip(y.remainder()).all(|(p, q)| p == q)
 }
 
 /// Finds `needle` in `hay` with a searcher built once per process (building one per line, as
