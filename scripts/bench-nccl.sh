@@ -21,6 +21,8 @@
 #
 # Usage: scripts/bench-nccl.sh            (from the repository root or anywhere)
 # Env:   LAUNCHGUARD=path    binary to measure (default target/release/launchguard)
+#        BENCH_BEFORE=path   part 2: another launchguard binary (an earlier build) measured in the
+#                            same run, with the ratio to it and a check that its JSON is the same
 #        BENCH_FILES=1000    number of generated result files
 #        BENCH_LOG_MB=1024   minimum size of the big log, MiB
 #        BENCH_HOSTS=1000    hosts in the many-hosts log (part 3)
@@ -157,6 +159,14 @@ best3 "${pin[@]}" "$BIN" nccl check "$big"; lg1=$B3; lg1_cpu=$C3
 best3 wc -l "$big"; wcN=$B3
 best3 grep -c NCCL "$big"; grepN=$B3
 best3 "$BIN" nccl check "$big"; lgN=$B3
+if [ -n "${BENCH_BEFORE:-}" ]; then
+    best3 "${pin[@]}" "$BENCH_BEFORE" nccl check "$big"; old1=$B3
+    best3 "$BENCH_BEFORE" nccl check "$big"; oldN=$B3
+fi
+# Largest resident memory of one scan (KiB), where GNU time is there.
+rss() { if [ -x /usr/bin/time ]; then { /usr/bin/time -f %M "$@" 2>&1 > /dev/null || true; } | tail -1; else echo "?"; fi; }
+rss1=$(rss "${pin[@]}" "$BIN" nccl check "$big")
+rssN=$(rss "$BIN" nccl check "$big")
 rc=0
 "$BIN" nccl check "$big" > "$WORK/big.txt" || rc=$?
 grep -q 'all_reduce_perf: 28 rows' "$WORK/big.txt" || { echo "bench-nccl: the big log's table was not found" >&2; cat "$WORK/big.txt" >&2; exit 1; }
@@ -164,6 +174,10 @@ grep -q 'all_reduce_perf: 28 rows' "$WORK/big.txt" || { echo "bench-nccl: the bi
 "${pin[@]}" "$BIN" nccl check --json "$big" > "$WORK/one.json" || true
 "$BIN" nccl check --json "$big" > "$WORK/all.json" || true
 cmp -s "$WORK/one.json" "$WORK/all.json" || { echo "bench-nccl: one core and all cores disagree" >&2; exit 1; }
+if [ -n "${BENCH_BEFORE:-}" ]; then
+    "$BENCH_BEFORE" nccl check --json "$big" > "$WORK/before.json" || true
+    cmp -s "$WORK/one.json" "$WORK/before.json" || { echo "bench-nccl: $BENCH_BEFORE gives other JSON" >&2; exit 1; }
+fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 mbs() { awk -v b="$bytes" -v s="$1" 'BEGIN { printf "%.0f MB/s", b / s / 1e6 }'; }
 echo "   log             : $bytes bytes, $lines lines (check exit $rc: $(tail -1 "$WORK/big.txt" | sed 's/.*verdict //'); same JSON on 1 and $(nproc) cores)"
@@ -171,7 +185,11 @@ echo "   best of 3 wall  : 1 core (${pin[*]:-unpinned})          all $(nproc) co
 printf '   %-16s: %8s s  %-12s %8s s  %s\n' "wc -l" "$wc1" "($(mbs "$wc1"))" "$wcN" "($(mbs "$wcN"))"
 printf '   %-16s: %8s s  %-12s %8s s  %s\n' "grep -c NCCL" "$grep1" "($(mbs "$grep1"))" "$grepN" "($(mbs "$grepN"))"
 printf '   %-16s: %8s s  %-12s %8s s  %s\n' "launchguard" "$lg1" "($(mbs "$lg1"))" "$lgN" "($(mbs "$lgN"))"
-echo "   launchguard CPU : ${lg1_cpu} s on 1 core ($(mbs "$lg1_cpu") of CPU time; MB = 10^6 bytes)"
+if [ -n "${BENCH_BEFORE:-}" ]; then
+    printf '   %-16s: %8s s  %-12s %8s s  %s\n' "before" "$old1" "($(mbs "$old1"))" "$oldN" "($(mbs "$oldN"))"
+    echo "   before/launchguard: 1 core $(ratio "$old1" "$lg1")x, all cores $(ratio "$oldN" "$lgN")x (same JSON)"
+fi
+echo "   launchguard CPU : ${lg1_cpu} s on 1 core ($(mbs "$lg1_cpu") of CPU time; MB = 10^6 bytes); max RSS ${rss1} KiB on 1 core, ${rssN} KiB on all"
 echo "   ratios          : 1 core: launchguard/grep $(ratio "$lg1" "$grep1") (target <= 1), launchguard/wc $(ratio "$lg1" "$wc1");" \
     "all cores: launchguard/wc $(ratio "$lgN" "$wcN") (target <= 2), launchguard/grep $(ratio "$lgN" "$grepN")"
 fi

@@ -189,6 +189,50 @@ pub struct LogFacts {
     /// The line before was PyTorch's `Last error:` (the next one is NCCL's last WARN message).
     #[serde(skip)]
     after_last_error: bool,
+    /// What the fast path for plain NCCL lines remembers (changes no result).
+    #[serde(skip)]
+    cache: LineCache,
+}
+
+/// What [`LogFacts::scan_plain_nccl_line`] remembers between lines: a cache that changes no
+/// result, so every two compare equal (the sequential scan and the scan in pieces fill it
+/// differently).
+#[derive(Debug, Clone, Default)]
+struct LineCache {
+    /// The `host:pid` part of the last `host:pid:tid` word resolved (`gpu-1:4101`, without
+    /// `:tid`)...
+    key: String,
+    /// ...and the host index and pid it resolved to: that host is in [`LogFacts::hosts`] and the
+    /// pair among its processes.
+    value: Option<(u32, u32)>,
+    /// `last_prefix` was set from a plain line (`host:pid:tid [d]`, checked as
+    /// [`LogFacts::scan_plain_nccl_line`] checks it): a line that starts with it and ` NCCL INFO `
+    /// is plain too.
+    plain_prefix: bool,
+    /// The last few `(role, list)` pairs [`LogFacts::interfaces`] read: reading one again adds
+    /// nothing (each interface in it is listed already, or the list was full), so it is skipped.
+    interface_lists: Vec<(&'static str, String)>,
+}
+
+impl PartialEq for LineCache {
+    fn eq(&self, _: &LineCache) -> bool {
+        true
+    }
+}
+
+impl LineCache {
+    /// What [`host_pid`] gives for `word` resolved to (host index, pid), when the part before its
+    /// last `:` is the key and the part after it is a tid (digits): `host_pid` reads nothing else.
+    fn get(&self, word: &str) -> Option<(u32, u32)> {
+        let v = self.value?;
+        let b = word.as_bytes();
+        let c2 = self.key.len();
+        (b.len() > c2 + 1
+            && b[c2] == b':'
+            && same_bytes(&b[..c2], self.key.as_bytes())
+            && b[c2 + 1..].iter().all(u8::is_ascii_digit))
+        .then_some(v)
+    }
 }
 
 /// One interface in a `NET/Socket : Using …`, `Bootstrap : Using …` or NET/IB `OOB …` list.
@@ -440,6 +484,7 @@ impl LogFacts {
         }
         if !later.last_prefix.is_empty() {
             self.last_prefix = later.last_prefix;
+            self.cache.plain_prefix = false;
         }
         if let Some((h, pid)) = later.last_pid {
             self.last_pid = Some((map[h as usize], pid));
@@ -468,6 +513,76 @@ impl LogFacts {
                 self.note_rank(r);
             }
         }
+    }
+
+    /// [`LogFacts::scan_line`] for the shape nearly every line of a big log has, a line that
+    /// starts with its `host:pid:tid [d] NCCL INFO ` or `… NCCL WARN ` prefix: reads it exactly as
+    /// `scan_line` would (and as [`crate::parse::strip_launcher_prefix`] leaves it) and returns
+    /// `true`; returns `false` having read nothing for any other line, which then goes the general
+    /// way. No line is skipped: this only finds the prefix and the level without searching for them.
+    pub(crate) fn scan_plain_nccl_line(&mut self, line: &str) -> bool {
+        let b = line.as_bytes();
+        // scan_line's `Last error:` test trims the end first: only a line ending in a visible
+        // ASCII byte needs no trim.
+        if self.after_last_error
+            || !b.first().is_some_and(u8::is_ascii_alphabetic)
+            || !b.last().is_some_and(u8::is_ascii_graphic)
+            || b.ends_with(b"Last error:")
+        {
+            return false;
+        }
+        // The same prefix as the plain line before: nothing to check or read again in it.
+        let lp = self.last_prefix.as_bytes();
+        if self.cache.plain_prefix && b.len() > lp.len() + 11 && same_bytes(&b[..lp.len()], lp) {
+            let is_warn = match &b[lp.len()..lp.len() + 11] {
+                b" NCCL INFO " => Some(false),
+                b" NCCL WARN " => Some(true),
+                _ => None,
+            };
+            if let Some(is_warn) = is_warn {
+                let msg = &line[lp.len() + 11..];
+                self.nccl_lines += 1;
+                if is_warn {
+                    self.warn(msg.trim_end());
+                } else {
+                    self.info(msg);
+                }
+                return true;
+            }
+        }
+        // The first word, `host:pid:tid`, up to a space: a launcher label (`host: `, ending in
+        // `:`) would be stripped, and a line starting `NCCL ` has its marker at the start.
+        let Some(sp) = b.iter().position(u8::is_ascii_whitespace) else {
+            return false;
+        };
+        if b[sp] != b' ' || b[sp - 1] == b':' || &b[..sp] == b"NCCL" {
+            return false;
+        }
+        // ` [digits] NCCL `: no `N` before this marker follows a space, so it is the first one
+        // find_nccl_marker would take.
+        let rest = &b[sp + 1..];
+        let digits = match rest.split_first() {
+            Some((b'[', r)) => r.iter().take_while(|c| c.is_ascii_digit()).count(),
+            _ => return false,
+        };
+        let at = sp + 2 + digits + 2;
+        if digits == 0 || !rest[1 + digits..].starts_with(b"] NCCL ") {
+            return false;
+        }
+        let is_warn = match &b[at + 5..] {
+            [b'I', b'N', b'F', b'O', b' ', ..] => false,
+            [b'W', b'A', b'R', b'N', b' ', ..] => true,
+            _ => return false,
+        };
+        let msg = &line[at + 10..];
+        self.nccl_lines += 1;
+        self.trimmed_prefix(&line[..at - 1], Some(&line[..sp]));
+        if is_warn {
+            self.warn(msg.trim_end());
+        } else {
+            self.info(msg);
+        }
+        true
     }
 
     /// Reads one non-comment line; returns `true` when it was an NCCL or nccl-tests line.
@@ -575,17 +690,39 @@ impl LogFacts {
     /// `host:pid:tid` word is looked for from the right; a prefix equal to the previous line's is
     /// not read again.
     fn prefix(&mut self, prefix: &str) {
-        let prefix = prefix.trim_end();
-        if prefix.is_empty() || prefix == self.last_prefix {
+        self.trimmed_prefix(prefix.trim_end(), None);
+    }
+
+    /// [`LogFacts::prefix`] of a prefix without trailing whitespace; `word`: its `host:pid:tid`
+    /// word when the caller knows the prefix is that word, one space and `[digits]` (the words
+    /// [`last_words`] would try, as `[digits]` has no `:`).
+    fn trimmed_prefix(&mut self, prefix: &str, word: Option<&str>) {
+        if prefix.is_empty() || same_bytes(prefix.as_bytes(), self.last_prefix.as_bytes()) {
             return;
         }
         self.last_prefix.clear();
         self.last_prefix.push_str(prefix);
+        self.cache.plain_prefix = word.is_some();
         let first = self.first_prefix.is_none();
         if first {
             self.first_prefix = Some((prefix.to_string(), None));
         }
-        let Some((host, pid)) = last_words(prefix, 6).find_map(host_pid) else {
+        // A word the memo knows resolves as it did then: host_pid would give the same host and
+        // pid, add_host the same index, and the pair is already in `pids`.
+        let mut found = None;
+        let n = if word.is_some() { 0 } else { 6 };
+        for w in last_words(prefix, n).chain(word) {
+            if let Some((h, pid)) = self.cache.get(w).filter(|_| !first) {
+                self.last_host = Some(h);
+                self.last_pid = Some((h, pid));
+                return;
+            }
+            if let Some(hp) = host_pid(w) {
+                found = Some((w, hp));
+                break;
+            }
+        }
+        let Some((word, (host, pid))) = found else {
             return;
         };
         let Some(h) = self.add_host(host) else {
@@ -608,14 +745,17 @@ impl LogFacts {
             return;
         }
         self.pids.insert((h, pid));
+        let key = &word[..word.rfind(':').unwrap_or(0)];
+        self.cache.key.clear();
+        self.cache.key.push_str(key);
+        self.cache.value = Some((h, pid));
     }
 
     fn info(&mut self, msg: &str) {
         let b = msg.as_bytes();
         match b.first() {
             Some(b'C') => {
-                static VIA: OnceLock<Finder<'static>> = OnceLock::new();
-                if let Some(i) = find(&VIA, " via ", msg) {
+                if let Some(i) = find_via(b) {
                     self.connection(&msg[i + 5..]);
                 }
             }
@@ -679,13 +819,13 @@ impl LogFacts {
                         self.cuda_driver_version = Some(v);
                     }
                 } else if msg.starts_with("comm 0x") {
-                    if let Some(n) = word_after(msg, " nNodes ") {
+                    if let Some(n) = word_after!(msg, " nNodes ") {
                         self.nnodes = self.nnodes.max(Some(n));
                     }
-                    if word_after(msg, " MNNVL ").is_some_and(|m| m > 0) {
+                    if word_after!(msg, " MNNVL ").is_some_and(|m| m > 0) {
                         self.mnnvl = true;
                     }
-                    if let Some(n) = word_after(msg, " nRanks ") {
+                    if let Some(n) = word_after!(msg, " nRanks ") {
                         self.nranks = self.nranks.max(Some(n));
                     }
                 }
@@ -693,7 +833,7 @@ impl LogFacts {
             Some(b'n') => {
                 if let Some(n) = msg
                     .starts_with("ncclCommInitRank")
-                    .then(|| word_after(msg, " nranks "))
+                    .then(|| word_after!(msg, " nranks "))
                     .flatten()
                 {
                     self.nranks = self.nranks.max(Some(n));
@@ -753,7 +893,7 @@ impl LogFacts {
         });
         let nics = after
             .find("(found ")
-            .and_then(|f| word_after(&after[f..], "(found "));
+            .and_then(|f| word_after!(&after[f..], "(found "));
         let host = self.last_host.map(|h| self.hosts[h as usize].clone());
         let line = ProviderLine {
             host,
@@ -780,6 +920,18 @@ impl LogFacts {
 
     /// The interfaces of a `NET/Socket : Using …`, `Bootstrap : Using …` or `OOB …` list.
     fn interfaces(&mut self, list: &str, role: &'static str) {
+        // Every rank logs the same lists: one read before adds nothing now.
+        let seen = &mut self.cache.interface_lists;
+        if seen
+            .iter()
+            .any(|(r, l)| *r == role && same_bytes(l.as_bytes(), list.as_bytes()))
+        {
+            return;
+        }
+        if seen.len() >= 8 {
+            seen.remove(0);
+        }
+        seen.push((role, list.to_string()));
         for tok in list.split_ascii_whitespace() {
             if tok == ";"
                 || tok.starts_with('[') && !tok[1..].starts_with(|c: char| c.is_ascii_digit())
@@ -918,6 +1070,24 @@ fn last_words(s: &str, n: usize) -> impl Iterator<Item = &str> {
     .take(n)
 }
 
+/// `a == b`, eight bytes at a time and without a library call (prefixes and keys are a few dozen
+/// bytes: a call to `memcmp` for each cost more than the comparison).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (p, q) in (&mut x).zip(&mut y) {
+        if u64::from_ne_bytes(p.try_into().unwrap_or([0; 8]))
+            != u64::from_ne_bytes(q.try_into().unwrap_or([0; 8]))
+        {
+            return false;
+        }
+    }
+    x.remainder().iter().zip(y.remainder()).all(|(p, q)| p == q)
+}
+
 /// Finds `needle` in `hay` with a searcher built once per process (building one per line, as
 /// `str::find` does, cost a third of the scan).
 pub(crate) fn find(
@@ -955,13 +1125,34 @@ fn count_devices(s: &str) -> u32 {
     n
 }
 
-fn word_after(s: &str, key: &str) -> Option<u32> {
-    let i = memchr::memmem::find(s.as_bytes(), key.as_bytes())?;
-    s[i + key.len()..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+/// The number right after the first `$key` in `$s` (`word_after!(msg, " nNodes ")`), with the
+/// key's searcher built once per process (memmem builds one per call otherwise).
+macro_rules! word_after {
+    ($s:expr, $key:literal) => {{
+        static KEY: OnceLock<Finder<'static>> = OnceLock::new();
+        let s: &str = $s;
+        find(&KEY, $key, s).and_then(|i| number_at(&s[i + $key.len()..]))
+    }};
+}
+use word_after;
+
+/// The run of digits `s` starts with, as a number.
+fn number_at(s: &str) -> Option<u32> {
+    s.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// Index of the first ` via ` in `b`: a one-byte SIMD search for its `v` (in a `Channel …` line
+/// the first `v` is usually that of `via`) beats a substring search on a line this short.
+fn find_via(b: &[u8]) -> Option<usize> {
+    let mut from = 1;
+    while let Some(i) = memchr::memchr(b'v', b.get(from..)?) {
+        let i = from + i;
+        if b[i - 1] == b' ' && b[i..].starts_with(b"via ") {
+            return Some(i - 1);
+        }
+        from = i + 1;
+    }
+    None
 }
 
 fn push_distinct(v: &mut Vec<String>, s: &str) {

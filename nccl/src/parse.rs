@@ -166,6 +166,8 @@ pub struct Scanner {
     skipping: bool,
     /// A footer line was read (it closes the last table, wherever that began).
     footers: bool,
+    /// Read every line the general way (tests compare it with the fast path for NCCL lines).
+    general_only: bool,
 }
 
 impl Scanner {
@@ -342,6 +344,14 @@ impl Scanner {
         self.parsed.lines += 1;
         let line_no = self.parsed.lines;
         let line = line.strip_suffix('\r').unwrap_or(line);
+        // Most lines of a big log: `host:pid:tid [d] NCCL INFO …` outside any table.
+        if !self.open
+            && !self.torch
+            && !self.general_only
+            && self.parsed.facts.scan_plain_nccl_line(line)
+        {
+            return;
+        }
         let line = strip_launcher_prefix(line);
         if line.starts_with('#') {
             self.comment(line, line_no);
@@ -461,6 +471,112 @@ impl Scanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Parses `data` with the fast path for plain NCCL lines off.
+    fn parse_general(data: &[u8]) -> Result<Parsed, ParseError> {
+        let mut s = Scanner {
+            general_only: true,
+            ..Scanner::default()
+        };
+        s.feed(data);
+        s.finish()
+    }
+
+    /// The fast path gives the general path's whole parse (private bookkeeping included), read
+    /// at once and fed in two chunks cut inside a line.
+    fn same_both_ways(name: &str, data: &[u8]) {
+        if looks_like_json(data) {
+            return;
+        }
+        let general = parse_general(data);
+        assert_eq!(parse_bytes(data), general, "{name}");
+        for cut in [1, data.len() / 3, data.len() / 2 + 7] {
+            let cut = cut.min(data.len());
+            let mut s = Scanner::new();
+            s.feed(&data[..cut]);
+            s.feed(&data[cut..]);
+            assert_eq!(s.finish(), general, "{name} cut at byte {cut}");
+        }
+    }
+
+    fn fixture_files() -> Vec<std::path::PathBuf> {
+        let mut out = vec![];
+        let mut stack =
+            vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+        out.sort();
+        assert!(out.len() > 20, "{out:?}");
+        out
+    }
+
+    #[test]
+    fn the_fast_path_reads_every_fixture_as_the_general_path_does() {
+        let mut all = vec![];
+        for f in fixture_files() {
+            let data = std::fs::read(&f).unwrap();
+            same_both_ways(&f.display().to_string(), &data);
+            if !looks_like_json(&data) {
+                all.extend(data);
+            }
+        }
+        // All of them joined, twice: hosts, prefixes and tables met again after other files.
+        let twice = [all.as_slice(), all.as_slice()].concat();
+        same_both_ways("all fixtures joined", &twice);
+    }
+
+    #[test]
+    fn every_warn_rule_example_reaches_its_rule_through_the_fast_path() {
+        use crate::verdict::{check, CheckOptions};
+        use crate::warn_rules::{explain, RULES};
+        let mut fast = 0;
+        for r in RULES {
+            for e in r.examples {
+                // Alone, after an INFO line of its own prefix (the prefix is not read again), and
+                // twice with a launcher label in front (the general path).
+                let prefix = e.split(" NCCL WARN ").next().unwrap();
+                let info = format!("{prefix} NCCL INFO cudaDriverVersion 13000");
+                for text in [
+                    format!("{e}\n"),
+                    format!("{info}\n{e}\n{e}\n"),
+                    format!("3: {info}\n3: {e}\n"),
+                ] {
+                    same_both_ways(e, text.as_bytes());
+                    let p = parse_bytes(text.as_bytes()).unwrap();
+                    assert!(p.facts.warn_count > 0, "{e}");
+                    assert_eq!(explain(&p.facts.warns[0]).map(|x| x.id), Some(r.id), "{e}");
+                    let report = check("f", &p, &CheckOptions::default());
+                    assert!(
+                        report.findings.iter().any(|f| f.id == r.id),
+                        "{e}: {:?}",
+                        report.findings
+                    );
+                }
+                // The line has the shape the fast path takes, and it takes it.
+                let words: Vec<&str> = e.splitn(4, ' ').collect();
+                if words.len() == 4
+                    && words[0].matches(':').count() == 2
+                    && words[1].starts_with('[')
+                    && words[2] == "NCCL"
+                {
+                    assert!(
+                        crate::log::LogFacts::default().scan_plain_nccl_line(e),
+                        "{e}"
+                    );
+                    fast += 1;
+                }
+            }
+        }
+        assert!(fast > 0);
+    }
 
     #[test]
     fn launcher_prefixes_are_stripped() {
