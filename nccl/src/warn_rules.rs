@@ -4,7 +4,10 @@
 //! a WARN no rule explains still gives the generic `nccl.warn`. The table covers the WARNs of
 //! NCCL's init, net, transport, bootstrap and proxy code and aws-ofi-nccl's `NCCL_OFI_WARN`s that
 //! name a cause (`scripts/catalog.py` measures it against the sources); two `info` rules name WARNs
-//! NCCL recovers from by itself (`nccl.ib_event`, `nccl.fallback`).
+//! NCCL recovers from by itself (`nccl.ib_event`, `nccl.fallback`), and the last two, the
+//! [`RELAYS`], name WARNs with no cause of their own: one that relays an earlier failure
+//! (`nccl.follow_on`) and NCCL's own consistency checks (`nccl.internal_error`), each saying which
+//! WARN to read instead; they are left out next to a WARN another rule explains.
 //!
 //! Sources: NCCL documentation ("Troubleshooting", "Environment Variables": NCCL_SOCKET_IFNAME,
 //! NCCL_IB_*, NCCL_SHM_DISABLE), the InfiniBand verbs completion statuses (`ibv_wc_status_str`, e.g.
@@ -519,7 +522,7 @@ pub const RULES: &[WarnRule] = &[
         what: "the program asked for NCCL's GPU-initiated networking (the device API's GIN or one-sided RMA) and NCCL cannot provide it here",
         why: "GIN needs InfiniBand/RoCE cards NCCL can drive from the GPU (GDAKI through DOCA GPUNetIO, or the proxy path with GPUDirect RDMA), a network plugin that implements every GIN operation, and symmetric memory (CUDA VMM, NCCL_CUMEM_ENABLE and NCCL_WIN_ENABLE not 0, all GPUs reachable by P2P), and NCCL_GIN_ENABLE=0 or an NCCL_GIN_TYPE the cards do not offer switches it off",
         fix: "unset NCCL_GIN_ENABLE, NCCL_GIN_TYPE, NCCL_CUMEM_ENABLE=0 and NCCL_WIN_ENABLE=0 in the job, run on nodes whose IB/RoCE cards have GPUDirect RDMA (nvidia-peermem or DMA-BUF) with NCCL's own IB transport or a network plugin built for this NCCL, or use a build of the program that does not use the device API",
-        checks: &["launch.nccl_env"],
+        checks: &[],
         examples: &[
             "gpu-a:4101:4190 [0] gin_host.cc:66 NCCL WARN GIN is disabled.",
             "gpu-a:4101:4190 [0] gin_host.cc:195 NCCL WARN GIN strong signals are required, but the GIN plugin does not support them.",
