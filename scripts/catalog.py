@@ -22,7 +22,8 @@ each template should be, keyed by source, file and a hash of the template (the u
 never stored here):
 
     rule    explain (or the NCCL model it hands NCCL lines to) must give the finding ID named
-    benign  harmless, the note says why
+    benign  harmless, the note says why (with an ID: explain must give it, e.g. the follow-on
+            finding that points at the earlier WARN to read)
     out     out of scope for launchguard (an internal error of the tool, a usage message of a
             command users do not run under Slurm...), the note says why
 
@@ -475,8 +476,10 @@ def main():
             used.add((kind, rel, h))
             cls, fid, note, _ = tri.get((kind, rel, h), ("untriaged", "-", "", ()))
             ids = [f[0] for f in finds or []]
-            if cls == "rule":
-                state = "ruled" if fid in ids else "rule-miss"
+            if cls == "rule" or (cls == "benign" and fid != "-"):
+                # a benign entry that names an ID (the info or follow-on finding explain gives
+                # for it) is checked like a rule
+                state = ("ruled" if cls == "rule" else "benign") if fid in ids else "rule-miss"
             elif cls == "untriaged":
                 state = "flagged" if ids else "untriaged"
             else:

@@ -4,7 +4,10 @@
 //! a WARN no rule explains still gives the generic `nccl.warn`. The table covers the WARNs of
 //! NCCL's init, net, transport, bootstrap and proxy code and aws-ofi-nccl's `NCCL_OFI_WARN`s that
 //! name a cause (`scripts/catalog.py` measures it against the sources); two `info` rules name WARNs
-//! NCCL recovers from by itself (`nccl.ib_event`, `nccl.fallback`).
+//! NCCL recovers from by itself (`nccl.ib_event`, `nccl.fallback`), and the last two, the
+//! [`RELAYS`], name WARNs with no cause of their own: one that relays an earlier failure
+//! (`nccl.follow_on`) and NCCL's own consistency checks (`nccl.internal_error`), each saying which
+//! WARN to read instead; they are left out next to a WARN another rule explains.
 //!
 //! Sources: NCCL documentation ("Troubleshooting", "Environment Variables": NCCL_SOCKET_IFNAME,
 //! NCCL_IB_*, NCCL_SHM_DISABLE), the InfiniBand verbs completion statuses (`ibv_wc_status_str`, e.g.
@@ -48,7 +51,7 @@ pub const RULES: &[WarnRule] = &[
         id: "nccl.ib_event",
         severity: Severity::Info,
         none: &[],
-        any: &["GID table changed", "Got non-fatal async event", "async fatal event on SRQ, unused for now", "unknown event type"],
+        any: &["GID table changed", "Got non-fatal async event", "async fatal event on SRQ, unused for now", "unknown event type", "It might be a CTS message"],
         what: "the InfiniBand/RoCE card reported an event NCCL handles itself",
         why: "a changed GID table (an address added to or removed from a RoCE port), a non-fatal event, or an event on a queue NCCL does not use leaves NCCL's connections working",
         fix: "nothing for this line alone: if the job then fails, the WARN after it names the cause",
@@ -86,7 +89,7 @@ pub const RULES: &[WarnRule] = &[
         id: "nccl.ib_completion_error",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Got completion from peer", "Got completion with error", "Got CQE with error"],
+        any: &["Got completion from peer", "Got completion with error", "Got CQE with error", "NET/IB: The error is fatal (", "Unsupported completion status"],
         what: "an InfiniBand/RoCE transfer to a peer failed",
         why: "status 12 (transport retry counter exceeded) means the peer's card stopped answering (a link, cable or switch port flapped, the peer node or process died, or RoCE lost packets without flow control), and status 4 (local protection) means the card could not reach the GPU memory it was given (GPUDirect RDMA: nvidia-peermem or dma-buf missing, or PCIe ACS/IOMMU in the way)",
         fix: "take the peer address from the line: check that node's HCA (ibstat, ibv_devinfo: port state and rate) and its kernel log, and isolate the node with `launchguard sweep nccl` (on RoCE also check PFC/ECN and NCCL_IB_GID_INDEX)",
@@ -101,9 +104,9 @@ pub const RULES: &[WarnRule] = &[
         id: "nccl.ib_port_fault",
         severity: Severity::NoGo,
         none: &[],
-        any: &["async fatal event"],
+        any: &["async fatal event", "failed devices out of", "Could not find a functional device", "Could not find a replacement QP", "is not on a functional device", "Maximum number of probing attempts"],
         what: "the InfiniBand/RoCE card reported a fatal event",
-        why: "the port went down or the card hit a catastrophic error, so NCCL's connections through it are gone",
+        why: "the port went down or the card hit a catastrophic error, so NCCL's connections through it are gone (with NCCL_IB_RESILIENCY_PORT_FAILOVER=1, NCCL 2.29+ moves traffic to another port of the merged NIC but gives up when no working port is left or more than one failed)",
         fix: "check the card on this node (ibstat, dmesg for mlx5 errors), drain the node if the port flaps, then rerun",
         checks: &[],
         examples: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : mlx5_0:1 async fatal event: port error"],
@@ -376,7 +379,8 @@ pub const RULES: &[WarnRule] = &[
         any: &["This application was compiled with NCCL version", 
             "Invalid config ", "Invalig config ", "argument not initialized via", "ncclGroupEnd: not in a group call",
             "Blocking and nonblocking communicators are not allowed", "Attempt to use communicator before", "has already been destroyed",
-            "can be CUDA graph captured", "Invalid device count requested", "invalid device count", "ncclCommGrow:",
+            "can be CUDA graph captured", "Invalid device count requested", "invalid device count", "ncclCommGrow:", "exceeds ndev=", "(totalnDev=",
+            "parent comm and handle must be provided", "handles and parent are NULL",
             "Split shares resources, but parent comm netName", "does not match the parent",
         ],
         what: "the program called NCCL in a way this NCCL rejects",
@@ -393,7 +397,7 @@ pub const RULES: &[WarnRule] = &[
         id: "nccl.topo_file",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Attribute arch of node", " of node ", "XML Parse", "XML Graph has wrong version", "XML Topology has wrong version", "Could not open XML graph file", "XML Mismatch", "XML Import Channel", "XML parser is limited to", "too many XML"],
+        any: &["Attribute arch of node", " of node ", "XML Parse", "XML Graph has wrong version", "XML Topology has wrong version", "Could not open XML graph file", "XML Mismatch", "XML Import Channel", "XML parser is limited to", "too many XML", "too long (max "],
         what: "NCCL could not use the topology or graph file it was given",
         why: "the file named by NCCL_TOPO_FILE or NCCL_GRAPH_FILE is missing, malformed, or written for another NCCL version (an image's default file can be stale: the static topology files aws-ofi-nccl shipped before 1.11 lack the CPU attributes NCCL needs)",
         fix: "point NCCL_TOPO_FILE at the file for this machine type and NCCL version, or unset NCCL_TOPO_FILE and NCCL_GRAPH_FILE to let NCCL detect the topology",
@@ -473,6 +477,7 @@ pub const RULES: &[WarnRule] = &[
             "Unrecognized prefix token", "Unrecognized element token", "All entries except the first must have a prefix",
             "set to invalid value", "Invalid value for", "configuration of EARLY_COMPLETION", "NCCL_OFI_NIC_DUP_CONNS set on platform",
             "OOO RQ is force enabled", "Number of forced rails", "Provided mr keypool size", "MR key config parsing failed",
+            "for policy MAX", "Unknown netDevs policy",
         ],
         what: "NCCL refused a setting from the environment",
         why: "an NCCL_* or OFI_NCCL_* variable holds a value this version rejects (a misspelt list, a NIC name that does not exist, a combination it does not support), and NCCL stops instead of guessing",
@@ -491,9 +496,10 @@ pub const RULES: &[WarnRule] = &[
         any: &["CUDA flush enabled", "AWS platform priority: -1", "GDRCopy support not available at compile time", "Not configuring NCCL_TUNER_PLUGIN", "Model is not supported for platform", 
             "Cannot initialize CollNet, using point-to-point network instead", "plugin has incompatible version", "Unable to create thread context due to old driver",
             "using dlid as fallback", "GDR Flush only supported on x86_64", "falling back to graphStreamOrdering=1",
+            "Can't make virtual NIC with 0 devices", "Cannot allocate any more virtual devices", "Cannot use physical device", "fails to share parent comms",
         ],
         what: "NCCL or its network plugin does without an optional feature, or notes a setting at WARN level",
-        why: "the feature (CollNet/SHARP, a device unpack plugin, per-thread CUDA contexts, GDR flush off x86, GDRCopy, aws-ofi-nccl's tuner) is not available here and NCCL falls back to its ordinary path, or the line only reports a choice (CUDA flush), so the job runs correctly",
+        why: "the feature (CollNet/SHARP, also for a child communicator that cannot share its parent's SHARP resources, merging NIC ports into one virtual NIC, a device unpack plugin, per-thread CUDA contexts, GDR flush off x86, GDRCopy, aws-ofi-nccl's tuner) is not available here and NCCL falls back to its ordinary path, or the line only reports a choice (CUDA flush), so the job runs correctly",
         fix: "nothing for a correct run: install the feature's plugin or driver only if you need its speed",
         checks: &[],
         examples: &[
@@ -501,6 +507,121 @@ pub const RULES: &[WarnRule] = &[
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI CUDA flush enabled",
         ],
         counter: &["gpu-a:4101:4190 [0] NCCL WARN Failed to initialize any NET plugin"],
+    },
+    WarnRule {
+        id: "nccl.gin_unavailable",
+        severity: Severity::NoGo,
+        none: &["NET/OFI"],
+        any: &[
+            "GIN not supported.", "GIN is disabled.", "No GIN-capable devices found", "GIN-capable device type mismatch",
+            "signals are required, but the GIN plugin does not support them", "GIN plugin does not support ", "Invalid GIN proxy backend version",
+            "Invalid GIN gdaki backend version", "GIN Proxy: RMA backend not found", "No network devices that support GDAKI found",
+            "RMA not supported.", "No RMA-capable devices found", "Communicator does not support symmetric memory", "DOCA failure ",
+            "DOCA Error ", "GIN Symmetric register failed", "RMA Symmetric register failed",
+        ],
+        what: "the program asked for NCCL's GPU-initiated networking (the device API's GIN or one-sided RMA) and NCCL cannot provide it here",
+        why: "GIN needs InfiniBand/RoCE cards NCCL can drive from the GPU (GDAKI through DOCA GPUNetIO, or the proxy path with GPUDirect RDMA), a network plugin that implements every GIN operation, and symmetric memory (CUDA VMM, NCCL_CUMEM_ENABLE and NCCL_WIN_ENABLE not 0, all GPUs reachable by P2P), and NCCL_GIN_ENABLE=0 or an NCCL_GIN_TYPE the cards do not offer switches it off",
+        fix: "unset NCCL_GIN_ENABLE, NCCL_GIN_TYPE, NCCL_CUMEM_ENABLE=0 and NCCL_WIN_ENABLE=0 in the job, run on nodes whose IB/RoCE cards have GPUDirect RDMA (nvidia-peermem or DMA-BUF) with NCCL's own IB transport or a network plugin built for this NCCL, or use a build of the program that does not use the device API",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] gin_host.cc:66 NCCL WARN GIN is disabled.",
+            "gpu-a:4101:4190 [0] gin_host.cc:195 NCCL WARN GIN strong signals are required, but the GIN plugin does not support them.",
+            "gpu-a:4101:4190 [0] rma_proxy.cc:389 NCCL WARN No RMA-capable devices found.",
+        ],
+        counter: &["gpu-a:4101:4190 [0] init.cc:3470 NCCL WARN GIN Error detected"],
+    },
+    WarnRule {
+        id: "nccl.no_transport",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["No transport found for rank"],
+        what: "NCCL has no way to connect two ranks",
+        why: "every transport refused the pair: on one node NCCL_P2P_DISABLE=1 together with NCCL_SHM_DISABLE=1 leaves only the network, which NCCL does not use between GPUs of one node when NCCL_NET_DISABLE_INTRA=1 or when they have a better path than through the NIC",
+        fix: "unset NCCL_SHM_DISABLE or NCCL_P2P_DISABLE (keep at least one of the intra-node transports), or set NCCL_NET_DISABLE_INTRA=0, on every rank",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [1] transport.cc:40 NCCL WARN No transport found for rank 1[3a000] -> rank 0[19000]"],
+        counter: &["gpu-a:4101:4190 [0] proxy.cc:571 NCCL WARN Rank 0 has no transport for send peer 1 on channel 0/2"],
+    },
+    WarnRule {
+        id: "nccl.ib_failover",
+        severity: Severity::Warning,
+        none: &[],
+        any: &["marked as failed. Initiating recovery?", "Resiliency is enabled on a"],
+        what: "NCCL's InfiniBand port failover is at work",
+        why: "with NCCL_IB_RESILIENCY_PORT_FAILOVER=1 (NCCL 2.29+) a port of a merged NIC failed and NCCL moved its traffic to the other ports, so the job carries on with less bandwidth, and a communicator on a single port has nothing to fail over to (NCCL says so when it is set up)",
+        fix: "check the port the line names on this node (ibstat for its state, dmesg for mlx5 errors) and drain the node if it flaps, or leave NCCL_IB_RESILIENCY_PORT_FAILOVER unset where each GPU has one port",
+        checks: &[],
+        examples: &["gpu-a:4101:4190 [0] p2p_resiliency.cc:1210 NCCL WARN NET/IB: Device 1 marked as failed. Initiating recovery? yes (send comm=0x7f3a2c000000, outstandingRecovery=1)"],
+        counter: &["gpu-a:4101:4190 [0] p2p_resiliency.cc:180 NCCL WARN NET/IB: Fatal error. Detected 2 failed devices out of 2 devices on the send communicator (comm=0x7f3a2c000000). No support for more than a single failed device."],
+    },
+    WarnRule {
+        id: "nccl.follow_on",
+        severity: Severity::Warning,
+        none: &["NET/OFI"],
+        any: &[
+            "Failed to execute operation", "Error encountered progressing operation", "communicator encountered a fatal error", "ncclAsyncJobComplete",
+            "ncclCommSetAsyncError", "commReclaim", "commDestroySync", "is in abort state", "call to tpRank", "destroys proxy resource error",
+            "Legacy IPC cleanup callback failed", "proxyDestroy failed", "shm close failed", "shm unlink failed", "GIN Error detected",
+            "GIN Error on gin context", "Error on GFD test", "Unexpected connections are not empty", "socket state (", "wrong socket state",
+            "unexpected socket state", "called when comm->base.ready == 0", "Encountered a stale CQE", "outstanding recovery operations",
+            "Failed to initialize a resiliency send request",
+        ],
+        what: "this WARN relays an earlier failure",
+        why: "NCCL prints it on its way out of a failure reported before it (a lost peer, a failed transfer or allocation, an InfiniBand fatal event, an aborted communicator): the proxy relays the failed operation, a socket is already closed, or the communicator is torn down, and the line names no cause of its own",
+        fix: "read the first NCCL WARN of this rank and of every other rank (srun --label, then `launchguard explain` on the whole job output), and if this is the only one, rerun with NCCL_DEBUG=WARN on every rank to see the one before it",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] proxy.cc:1734 NCCL WARN [Proxy Service 0] Failed to execute operation Connect from rank 1, retcode 3",
+            "gpu-a:4101:4190 [0] socket.cc:865 NCCL WARN ncclSocketSend: socket state (5) is not ready",
+            "gpu-a:4101:4190 [0] common.cc:32 NCCL WARN communicator encountered a fatal error (detected in ncclIbTest)",
+        ],
+        counter: &["gpu-a:4101:4190 [0] misc/socket.cc:395 NCCL WARN ncclSocketListen: pass NULL socket"],
+    },
+    WarnRule {
+        id: "nccl.internal_error",
+        severity: Severity::Warning,
+        none: &["NET/OFI"],
+        any: &[
+            // sockets and Unix sockets
+            "pass NULL socket", "file descriptor is -1", "Net : string is null", "Net : unsupported IP family", "invalid socket ", "invalid arguments ops=",
+            "is neither AF_INET", "ncclNetSocketListen dev=", "NET/Socket : unable to allocate", "NET/IB : unable to allocate requests", "socket is invalid", "close failed: ", "test called with NULL request", "Name too large",
+            // the proxy's operation bookkeeping
+            "for opId=", "already completed opId=", "match any expected response", "Couldn't find opId", "nonexistent async opId", "dequeue null operation", "Could not find pool of op",
+            "List loop at element", "Inactive op has next set", "Proxy append", "Unable to post incomplete proxy op chain", "has no transport for",
+            "out of bounds [0, ", "Too many connections (", "Poll failed: ", "Get listenSock fd fails", "Initialize peers[", "Get peers[", "Unknown command ",
+            "Error waiting for pthread_join", "failed to join thread for job",
+            // communicator set-up and the topology search
+            "should be a diviser", "Group creation failed:", "P2p schedule creation has bugs", "Failed to determine intra proc ranks",
+            "Failed to determine local ranks", "tree already has", "Could not find id ", "does not loop back to start", "does not contain rank",
+            "Could not find rev link", "XML Export Channel : rank", "too many nodes of type", "too many Topo links", "ran out of room to store found nodes",
+            "could not find rank", "could not find value", "too many DEV nodes", "MLOPart", "parent is NULL even after fallback",
+            // plugins, transports and the device-initiated (GIN/RMA) paths
+            "Unknown device code index", "uninitialized netPlugin", "uninitialized ginPlugin", "failed to set the number of devices for netPlugin",
+            "reqSize is ", "respSize is ", "CollNet sizes: want=", "PXN should not use host buffers", "Requested properties for vNic",
+            "already connected sendComm", "non-existent virtual device", "Listencomm in unknown state", "could not find mr ", "->events={",
+            "IBV_WC_RECV_RDMA_WITH_IMM and req->type", "No format specified for opcode", "could not retreive a request",
+            "expected a 'send' request", "expected a 'recv' request", "Unknown completion (req=", "Invalid request index", "Attempting to initiate a",
+            "non-existent failed request", "Attempting to repost an unused request", "Unsupported type of request reposting", "Invalid wr_id",
+            "Unrecognized request type", "Unexpected GoToPrevState", "Resiliency context is NULL", "alive message batch size",
+            "Requested properties for GIN GDAKI NIC", "invalid rank stride", "trying to send to non-connected peer", "Unsupported signalOp",
+            "Invalid argument desc ", "Invalid argument comm ", "invalid IPC peerRank", "invalid IPC peerIndex", "unknown desc type",
+            "descriptor is not a ", "RMA proxy is not connected", "returned success with NULL request", "completed request with no inflight credit",
+            "min local net count is zero", "backend version for invalid GIN type", "returned invalid context for connection", "Dev comm not found",
+            "Not enough space to get elements", "plane ID",
+        ],
+        what: "NCCL's own consistency check failed",
+        why: "NCCL checks its state (a null argument, a request or socket in an unexpected state, an index out of range, topology limits) and this WARN names no setting or fault: most often it follows an earlier failure that left the state broken, else the program uses one communicator from two threads at once or after ncclCommAbort/ncclCommDestroy, else it is a defect of this NCCL release",
+        fix: "read the first NCCL WARN of every rank (the earlier failure names the cause), make sure each communicator is used by one thread at a time and not after it is destroyed, and if it remains, rerun on the newest NCCL with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL and report that log on NVIDIA's NCCL issue tracker",
+        checks: &[],
+        examples: &[
+            "gpu-a:4101:4190 [0] socket.cc:395 NCCL WARN ncclSocketListen: pass NULL socket",
+            "gpu-a:4101:4190 [0] proxy.cc:87 NCCL WARN Proxy response for opId=0x7f3a2c000000 doesn't match any expected response",
+            "gpu-a:4101:4190 [0] rings.cc:50 NCCL WARN Error : ring 0 does not loop back to start (1 != 0)",
+        ],
+        counter: &[
+            "gpu-a:4101:4190 [0] proxy.cc:1734 NCCL WARN [Proxy Service 0] Failed to execute operation Connect from rank 1, retcode 3",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Invalid request index 5",
+        ],
     },
 ];
 
@@ -518,6 +639,11 @@ pub const FOLLOW_ON: &[&str] = &[
     "is in abort state",
     "aws-ofi-nccl initialization failed",
 ];
+
+/// The rules that explain a WARN by the failure before it (`nccl.follow_on`) or as NCCL's own
+/// consistency check (`nccl.internal_error`): next to a WARN another rule explains, their findings
+/// add nothing and are left out (that rule names the cause).
+pub const RELAYS: &[&str] = &["nccl.follow_on", "nccl.internal_error"];
 
 /// Whether `msg` is one of the [`FOLLOW_ON`] WARNs.
 pub fn is_follow_on(msg: &str) -> bool {

@@ -147,3 +147,48 @@ fn lines_without_the_info_token_read_as_an_nccl_log_in_both_commands() {
     let (verdict, _) = check_ids(&temp_file("prose.log", "We use NCCL over Socket here.\n"));
     assert_eq!(verdict, "unreadable");
 }
+
+/// A WARN that only relays an earlier failure (`nccl.follow_on`), or NCCL's own consistency check
+/// (`nccl.internal_error`), is named alone (not the generic `nccl.warn`), and is left out next to
+/// the WARN whose rule names the cause, in both commands.
+#[test]
+fn relay_warns_are_named_alone_and_left_out_next_to_a_cause() {
+    let relay = "gpu-a:4101:4190 [0] proxy.cc:1734 NCCL WARN [Proxy Service 0] Failed to execute operation Connect from rank 1, retcode 3\n";
+    let internal =
+        "gpu-a:4101:4190 [0] socket.cc:395 NCCL WARN ncclSocketListen: pass NULL socket\n";
+    let cause = "gpu-a:4101:4190 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory\n";
+    for (i, (text, want, not)) in [
+        (relay.to_string(), "nccl.follow_on", "nccl.warn"),
+        (internal.to_string(), "nccl.internal_error", "nccl.warn"),
+        (
+            format!("{cause}{relay}{internal}"),
+            "nccl.memlock",
+            "nccl.follow_on",
+        ),
+        (
+            format!("{relay}{internal}{cause}"),
+            "nccl.memlock",
+            "nccl.internal_error",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let e = explain_ids(text);
+        let (_, n) = check_ids(&temp_file(&format!("relay{i}.log"), text));
+        for ids in [&e, &n] {
+            assert!(ids.iter().any(|x| x == want), "{text}: {ids:?}");
+            assert!(!ids.iter().any(|x| x == not), "{text}: {ids:?}");
+        }
+        if i >= 2 {
+            for ids in [&e, &n] {
+                assert!(
+                    !ids.iter().any(|x| x == "nccl.warn"
+                        || x == "nccl.follow_on"
+                        || x == "nccl.internal_error"),
+                    "{text}: {ids:?}"
+                );
+            }
+        }
+    }
+}

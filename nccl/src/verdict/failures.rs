@@ -65,6 +65,14 @@ pub(super) fn check_failures(q: &str, p: &Parsed, plugin_reported: bool, f: &mut
                 None => unexplained.push(w.as_str()),
             }
         }
+        // A WARN that only relays an earlier failure, or NCCL's own consistency check, adds
+        // nothing next to a WARN a cause rule explains.
+        if seen
+            .iter()
+            .any(|id| !crate::warn_rules::RELAYS.contains(id))
+        {
+            f.retain(|x| !crate::warn_rules::RELAYS.contains(&x.id));
+        }
         // WARNs the findings above already explain.
         let known = |w: &str| {
             (!seen.is_empty() && crate::warn_rules::is_follow_on(w))
