@@ -315,6 +315,8 @@ impl Runner {
     pub async fn run(&self, only: &[String]) -> NodeReport {
         let _one = self.one_at_a_time.lock().await;
         let start = Instant::now();
+        // Every family of this run shares one read of slurm.conf and the mount tables.
+        self.ctx.begin_run();
         let timeout = Duration::from_secs(self.ctx.cfg.check_timeout_secs);
         let infos = all_checks();
         let mut tasks = vec![];
@@ -419,6 +421,7 @@ impl Runner {
             checks,
             facts,
         };
+        self.ctx.end_run();
         let w = rep.worst();
         rep.status = w;
         rep.exit_code = w.exit_code();

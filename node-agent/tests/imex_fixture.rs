@@ -105,6 +105,33 @@ fn a_healthy_gb300_tree_passes_every_check() {
     assert!(bad(&t).is_empty(), "{:?}", bad(&t));
 }
 
+/// Without the driver's IMEX channels (no `nvidia-caps-imex-channels` in /proc/devices) nothing is
+/// judged whether or not nvidia-imex runs, so the gatherer does not visit the process table (every
+/// `/proc/<pid>/comm`, the largest cost of a check on a node without IMEX).
+#[test]
+fn without_imex_channels_the_process_table_is_not_visited_and_nothing_changes() {
+    let t = Tree::new("nochannels");
+    t.write(
+        "proc/devices",
+        "Character devices:\n  1 mem\n195 nvidia\n\nBlock devices:\n  8 sd\n",
+    );
+    let with = gather_at(&t.roots(), t.1.clone());
+    assert_eq!(with.major, None);
+    assert_eq!(
+        with.daemons,
+        Vec::<u32>::new(),
+        "the process table was visited"
+    );
+    fs::remove_dir_all(t.p("proc/4242")).unwrap();
+    let without = gather_at(&t.roots(), t.1.clone());
+    assert_eq!(judge(&with), judge(&without));
+    assert!(judge(&with).iter().all(|o| o.status == Status::Ok));
+    assert_eq!(
+        launchguard_core::node::imex::scope(&with),
+        Err("not judged: the NVIDIA driver offers no IMEX channels".into())
+    );
+}
+
 #[test]
 fn a_stopped_daemon_is_one_line_with_the_fix() {
     let t = Tree::new("stopped");

@@ -151,10 +151,17 @@ pub fn read_small(path: &Path, max: u64) -> Option<String> {
 }
 
 fn read_open(f: impl Read, max: u64) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![];
+    // Room for a typical config or kernel file up front: `read_to_end` then reads straight into it
+    // (one read and the EOF read) instead of probing with 32 bytes and doubling, which for a
+    // `/proc` seq file such as mountinfo made the kernel format the table again for each read.
+    let mut buf = Vec::with_capacity(max.min(READ_CHUNK) as usize);
     f.take(max).read_to_end(&mut buf)?;
     Ok(buf)
 }
+
+/// The buffer [`read_open`] starts with, in bytes (files stat as 0 bytes in `/proc` and `/sys`, so
+/// no size hint is taken from `fstat`).
+const READ_CHUNK: u64 = 16 << 10;
 
 #[cfg(test)]
 mod tests {

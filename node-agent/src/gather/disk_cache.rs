@@ -2,10 +2,13 @@
 //! config`): each was a process start, and together they were most of a check's wall time.
 //!
 //! Staleness rule: an entry is stored with a key that names everything its answer depends on (the
-//! stat of the binary or of slurm.conf: device, inode, size, mtime and ctime in nanoseconds) and the
-//! time it was written; it is used only when the key is byte-for-byte the caller's current key and,
-//! where the caller gives a maximum age, when it is younger than that. Anything else is a miss and
-//! the command runs again.
+//! stat of the binary or of slurm.conf: device, inode, size, mtime and ctime in nanoseconds),
+//! prefixed with this boot's id (`/proc/sys/kernel/random/boot_id`, random(4): a new random UUID at
+//! every boot, so an entry is never trusted on another host or after a reboot, even where the
+//! directory outlived the boot or was copied with a node image), and the time it was written; it is
+//! used only when the key is byte-for-byte the caller's current key and, where the caller gives a
+//! maximum age, when it is younger than that. Anything else (another key, a cut or garbled entry,
+//! an unparsable time) is a miss: the command runs again and its answer replaces the entry.
 //!
 //! Safety: only root uses it (the answers feed root's checks). The directory is
 //! `/run/launchguard/cache` (tmpfs: gone at reboot), created 0700; it and `/run/launchguard` must be
@@ -46,17 +49,31 @@ pub fn stat_key(path: &Path) -> Option<String> {
 /// younger than that; `None` otherwise (also when not root or the directory is not safe).
 pub fn get(name: &str, key: &str, max_age: Option<Duration>) -> Option<String> {
     let dir = safe_dir(false)?;
-    get_in(&dir, name, key, max_age, SystemTime::now())
+    let key = format!("{} {key}", boot_id()?);
+    get_in(&dir, name, &key, max_age, SystemTime::now())
 }
 
 /// Stores `value` for `name` under `key` (best effort: errors are only logged at debug level).
 pub fn put(name: &str, key: &str, value: &str) {
-    let Some(dir) = safe_dir(true) else {
+    let (Some(dir), Some(boot)) = (safe_dir(true), boot_id()) else {
         return;
     };
-    if let Err(e) = put_in(&dir, name, key, value, SystemTime::now()) {
+    let key = format!("{boot} {key}");
+    if let Err(e) = put_in(&dir, name, &key, value, SystemTime::now()) {
         tracing::debug!("cache {name}: not stored: {e}");
     }
+}
+
+/// This boot's id (random(4)'s `boot_id`), read once per process; `None` when unreadable (then
+/// nothing is cached).
+fn boot_id() -> Option<&'static str> {
+    static ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let b = super::util::read_bytes(Path::new("/proc/sys/kernel/random/boot_id"), 64).ok()?;
+        let id = String::from_utf8_lossy(&b).trim().to_string();
+        (!id.is_empty() && !id.contains(char::is_whitespace)).then_some(id)
+    })
+    .as_deref()
 }
 
 fn get_in(
@@ -173,6 +190,21 @@ mod tests {
             get_in(&d, "v", "k1", None, at(99_999)).as_deref(),
             Some("22.05.8")
         );
+        // A garbled entry (cut short, another format) is a miss, and the next answer replaces it.
+        std::fs::write(d.join("v"), "k1\nnot-a-time\n22.05.8").unwrap();
+        assert_eq!(get_in(&d, "v", "k1", age, at(1)), None, "garbled time");
+        std::fs::write(d.join("v"), "k1").unwrap();
+        assert_eq!(get_in(&d, "v", "k1", None, at(1)), None, "cut short");
+        put_in(&d, "v", "k1", "22.05.9", t0).unwrap();
+        assert_eq!(
+            get_in(&d, "v", "k1", age, at(1)).as_deref(),
+            Some("22.05.9")
+        );
+        // Another boot's entry (the key starts with the boot id) is a miss.
+        let id = boot_id().unwrap();
+        assert_eq!(id.len(), 36, "{id}");
+        put_in(&d, "b", "00000000-0000-0000-0000-000000000000 k1", "x", t0).unwrap();
+        assert_eq!(get_in(&d, "b", &format!("{id} k1"), None, at(1)), None);
         // A symlink in the entry's place is not followed.
         std::fs::remove_file(d.join("v")).unwrap();
         put_in(&d, "w", "k1", "x", t0).unwrap();

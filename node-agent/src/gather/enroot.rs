@@ -213,14 +213,11 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
         .filter_map(|(k, v)| storage(k, v))
         .collect();
     // What the agent's unit may show otherwise than the node (its own /tmp, a hidden /home).
-    let node = super::view::node_view(ctx);
     let hidden = dir
         .iter()
         .cloned()
         .chain(storage.iter().filter_map(|s| fixed_part(&s.path)))
-        .filter_map(|p| {
-            super::view::hidden(&ctx.roots, node.as_deref(), Path::new(&p)).map(|why| (p, why))
-        })
+        .filter_map(|p| super::view::hidden(ctx, Path::new(&p)).map(|why| (p, why)))
         .collect();
     EnrootFacts {
         conf_path: conf_path.display().to_string(),

@@ -1,5 +1,5 @@
 //! Facts for `node.hostname.*`: the hostname, `getaddrinfo` answers in resolver order, this node's
-//! own addresses (`getifaddrs`), and `NodeAddr` from slurm.conf.
+//! own addresses (an rtnetlink dump, as `getifaddrs` lists them), and `NodeAddr` from slurm.conf.
 
 use super::Ctx;
 use launchguard_core::node::hostname::HostnameFacts;
@@ -21,8 +21,13 @@ pub fn resolve(name: &str) -> Result<Vec<IpAddr>, String> {
     }
 }
 
-/// Every address of every interface of this node.
+/// Every address of every interface of this node: one rtnetlink address dump
+/// ([`super::netlink_addrs`]), else `getifaddrs(3)` (the same list at a higher cost).
 pub fn own_addresses() -> Vec<IpAddr> {
+    match super::netlink_addrs::addresses() {
+        Ok(v) => return v,
+        Err(e) => tracing::debug!("{e}; asking getifaddrs"),
+    }
     let mut v = vec![];
     if let Ok(ifs) = nix::ifaddrs::getifaddrs() {
         for i in ifs {

@@ -64,7 +64,13 @@ pub fn gather_at(roots: &Roots, mnnvl: Mnnvl) -> ImexFacts {
     ImexFacts {
         major,
         channels,
-        daemons: daemons(&roots.proc),
+        // Without the driver's IMEX channels nothing here is judged, whoever runs
+        // (`launchguard_core::node::imex::scope`): the process table is not visited.
+        daemons: if major.is_some() {
+            daemons(&roots.proc)
+        } else {
+            vec![]
+        },
         config_present: config_text.is_some() || config.exists(),
         service_enabled: launchguard_core::host::systemd_unit_enabled(roots, "nvidia-imex.service"),
         nodes,
@@ -73,16 +79,32 @@ pub fn gather_at(roots: &Roots, mnnvl: Mnnvl) -> ImexFacts {
 }
 
 /// PIDs whose `comm` is `nvidia-imex` (the daemon; `nvidia-imex-ctl` is a different name).
+///
+/// This visits every process (thousands on a large node, most of them kernel threads), so each `comm` costs three system calls (open, one read, close)
+/// rather than the bounded reader's six: `/proc/<pid>/comm` is a kernel file of at most 16 bytes
+/// (`TASK_COMM_LEN`, proc(5)) that one read returns whole, and no FIFO or device can stand there.
 fn daemons(proc: &Path) -> Vec<u32> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let Ok(rd) = std::fs::read_dir(proc) else {
         return vec![];
     };
+    let mut buf = [0u8; 64];
+    let mut path = proc.to_path_buf();
     let mut v: Vec<u32> = rd
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
-            super::util::read_bytes(&proc.join(pid.to_string()).join("comm"), 64)
-                .is_ok_and(|c| c.trim_ascii_end() == b"nvidia-imex")
+            path.push(pid.to_string());
+            path.push("comm");
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+                .open(&path);
+            path.pop();
+            path.pop();
+            f.and_then(|mut f| f.read(&mut buf))
+                .is_ok_and(|n| buf[..n].trim_ascii_end() == b"nvidia-imex")
         })
         .collect();
     v.sort_unstable();

@@ -17,6 +17,7 @@ pub mod munge;
 pub mod munge_paths;
 pub mod munge_socket;
 pub mod nccl_env;
+pub mod netlink_addrs;
 pub mod nofollow;
 mod nvml_fabric;
 pub mod plugstack;
@@ -32,7 +33,7 @@ use launchguard_core::node::gpu::{GpuFacts, Nvml};
 use launchguard_core::node::slurm_conf::ConfReadError;
 use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A pmix plugin's scan: (path, mtime, size, PMIx directories named in it).
 pub type PmixScan = (PathBuf, i64, u64, Vec<String>);
@@ -57,6 +58,26 @@ pub struct Ctx {
     /// A copy of the last GPU facts, for the textfile: never held while NVML is asked, so the
     /// agent's publishing never waits on a wedged GPU (`gpu_cache` is held during a gathering).
     pub gpu_last: Mutex<Option<GpuFacts>>,
+    /// What the families of the current run share ([`RunMemo`]): set by [`Ctx::begin_run`],
+    /// dropped by [`Ctx::end_run`]; `None` outside a run, where every read is made afresh.
+    run: Mutex<Option<Arc<RunMemo>>>,
+}
+
+/// Files every family of one check run reads, read once per run and shared: slurm.conf with its
+/// includes (eight families consult it), the hostname, and the node's and this process's mount
+/// tables (four families ask whether a path is hidden from the agent; the kernel formats a mount
+/// table anew on each read, which made these reads the largest cost of a run).
+///
+/// Lifetime: one run. [`crate::registry::Runner::run`] calls [`Ctx::begin_run`] before it starts
+/// any family and [`Ctx::end_run`] when it has its report, so a run sees the files as they are
+/// when it starts and an edit between two runs is seen by the next one; nothing here outlives a
+/// run or reaches the disk. Outside a run (a gatherer called on its own, as tests do) nothing is
+/// kept. A family of an earlier run that is still hung keeps that run's memo.
+#[derive(Default)]
+pub struct RunMemo {
+    slurm_conf: OnceLock<(PathBuf, Result<SlurmConf, ConfReadError>)>,
+    mount_tables: OnceLock<Option<Arc<(String, String)>>>,
+    hostname: OnceLock<String>,
 }
 
 impl Ctx {
@@ -81,13 +102,56 @@ impl Ctx {
             nvml,
             gpu_cache: Mutex::new(None),
             gpu_last: Mutex::new(None),
+            run: Mutex::new(None),
         }
     }
 
-    /// slurm.conf, parsed with its includes (`Err`: the main file unreadable).
+    /// Starts a check run: its families share one [`RunMemo`], new for this run.
+    pub fn begin_run(&self) {
+        *self.run.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::default());
+    }
+
+    /// Ends a check run: its [`RunMemo`] is dropped (a hung family keeps its own reference).
+    pub fn end_run(&self) {
+        *self.run.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The current run's memo (a fresh, unshared one outside a run).
+    fn memo(&self) -> Arc<RunMemo> {
+        self.run
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_default()
+    }
+
+    /// The short hostname ([`short_hostname`] under [`Ctx::roots`]), read once per run.
+    pub fn short_hostname(&self) -> String {
+        self.memo()
+            .hostname
+            .get_or_init(|| short_hostname(&self.roots))
+            .clone()
+    }
+
+    /// The node's and this process's mount tables when they can differ ([`view::tables`]), read
+    /// once per run.
+    pub fn mount_tables(&self) -> Option<Arc<(String, String)>> {
+        self.memo()
+            .mount_tables
+            .get_or_init(|| view::tables(self).map(Arc::new))
+            .clone()
+    }
+
+    /// slurm.conf, parsed with its includes (`Err`: the main file unreadable), read once per run
+    /// ([`RunMemo`]).
     pub fn slurm_conf(&self) -> (PathBuf, Result<SlurmConf, ConfReadError>) {
-        let path = self.cfg.slurm_conf_path();
-        (path.clone(), slurm_conf::read(&path))
+        self.memo()
+            .slurm_conf
+            .get_or_init(|| {
+                let path = self.cfg.slurm_conf_path();
+                (path.clone(), slurm_conf::read(&path))
+            })
+            .clone()
     }
 
     /// This node's NodeName: the config's `node_name`, else `$SLURMD_NODENAME`, else the slurm.conf
@@ -101,7 +165,7 @@ impl Ctx {
                 return n;
             }
         }
-        let host = short_hostname(&self.roots);
+        let host = self.short_hostname();
         conf.and_then(|c| c.node_name_for_host(&host))
             .unwrap_or(host)
     }
@@ -120,4 +184,40 @@ impl Ctx {
 /// `/proc` ([`launchguard_core::host::short_hostname`]).
 pub fn node_name() -> String {
     short_hostname(&Roots::system())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Within a run every family sees one slurm.conf (read once); the next run, and any read
+    /// outside a run, sees the file as it is now.
+    #[test]
+    fn slurm_conf_is_read_once_per_run_and_afresh_outside_one() {
+        let d = std::env::temp_dir().join(format!("lg-runmemo-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let conf = d.join("slurm.conf");
+        let cfg = Config {
+            slurm_conf: Some(conf.clone()),
+            ..Config::default()
+        };
+        let ctx = Ctx::new(cfg);
+        let cluster = |ctx: &Ctx| {
+            ctx.slurm_conf()
+                .1
+                .ok()
+                .and_then(|c| c.get("ClusterName").map(String::from))
+        };
+        std::fs::write(&conf, "ClusterName=one\n").unwrap();
+        ctx.begin_run();
+        assert_eq!(cluster(&ctx).as_deref(), Some("one"));
+        std::fs::write(&conf, "ClusterName=two\n").unwrap();
+        assert_eq!(cluster(&ctx).as_deref(), Some("one"), "one read per run");
+        ctx.end_run();
+        assert_eq!(cluster(&ctx).as_deref(), Some("two"), "outside a run");
+        ctx.begin_run();
+        assert_eq!(cluster(&ctx).as_deref(), Some("two"), "the next run");
+        ctx.end_run();
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -59,10 +59,9 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         _ => vec![],
     };
     // What the agent's unit may show otherwise than the node.
-    let node = super::view::node_view(ctx);
     let hidden = [&m.key, &m.pid_file, &m.socket]
         .iter()
-        .find_map(|p| super::view::hidden(&ctx.roots, node.as_deref(), p));
+        .find_map(|p| super::view::hidden(ctx, p));
     MungeFacts {
         hidden,
         key_path: m.key.display().to_string(),

@@ -12,11 +12,10 @@ pub fn gather(ctx: &Ctx) -> NcclEnvFacts {
     let c = &ctx.cfg.nccl_env;
     let mut files = vec![];
     let mut hidden = vec![];
-    let node = super::view::node_view(ctx);
     for pat in &c.files {
         if let Some(why) = Path::new(pat)
             .parent()
-            .and_then(|d| super::view::hidden(&ctx.roots, node.as_deref(), d))
+            .and_then(|d| super::view::hidden(ctx, d))
         {
             hidden.push(why);
             continue;

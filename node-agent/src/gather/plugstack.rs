@@ -424,7 +424,6 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
         Err(_) => None,
     };
     // What the agent's unit may show otherwise than the node: the file and every plugin's .so.
-    let node = super::view::node_view(ctx);
     let hidden = std::iter::once(p.clone())
         .chain(
             entries
@@ -432,7 +431,7 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
                 .flatten()
                 .map(|(e, _)| PathBuf::from(&e.path)),
         )
-        .find_map(|f| super::view::hidden(&ctx.roots, node.as_deref(), &f));
+        .find_map(|f| super::view::hidden(ctx, &f));
     PlugstackFacts {
         hidden,
         path: p.display().to_string(),

@@ -14,7 +14,7 @@ const DEFAULT_PID_FILE: &str = "/var/run/slurmd.pid";
 /// `conf` is slurm.conf as the caller parsed it (`None`: defaults).
 pub fn find(ctx: &Ctx, conf: Option<&SlurmConf>) -> Result<(u32, String), String> {
     let node = ctx.slurm_node_name(conf);
-    let host = launchguard_core::host::short_hostname(&ctx.roots);
+    let host = ctx.short_hostname();
     let pid_file = conf
         .and_then(|c| c.get("SlurmdPidFile"))
         .unwrap_or(DEFAULT_PID_FILE)

@@ -12,7 +12,6 @@
 //! root joined with the rest of the path). Mount options are not compared: `ProtectSystem=strict`
 //! makes the agent's mounts read-only, which changes no answer of a read.
 
-use launchguard_core::host::Roots;
 use std::path::{Component, Path, PathBuf};
 
 /// Largest mountinfo read (bytes): thousands of mounts fit.
@@ -109,30 +108,45 @@ pub fn differs(node_mountinfo: &str, own_mountinfo: &str, p: &Path) -> Option<St
     })
 }
 
-/// The node's mount table: slurmd's (`/proc/<slurmd>/mountinfo`; the node's jobs run in its mount
-/// namespace, which in a container or namespace node is not PID 1's), else PID 1's; `None` when
-/// neither can be read.
-pub fn node_view(ctx: &super::Ctx) -> Option<String> {
-    let read = |f: String| {
-        super::util::read_bytes(&ctx.roots.proc.join(f), MAX_MOUNTINFO)
-            .ok()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-    };
+/// The node's mount table and this process's, when they can differ: `None` when this process is
+/// in the node's mount namespace (the same `/proc/<pid>/ns/mnt` link as `/proc/self/ns/mnt`: one
+/// table, so every path is seen alike and neither is read), when the two texts are equal, or when
+/// a table cannot be read (nothing to compare). The node's table is slurmd's
+/// (`/proc/<slurmd>/mountinfo`; the node's jobs run in its mount namespace, which in a container or
+/// namespace node is not PID 1's), else PID 1's. Families ask [`super::Ctx::mount_tables`], which
+/// reads them once per run.
+pub fn tables(ctx: &super::Ctx) -> Option<(String, String)> {
+    let proc = &ctx.roots.proc;
     let (_, conf) = ctx.slurm_conf();
-    super::slurmd::find(ctx, conf.ok().as_ref())
+    let slurmd = super::slurmd::find(ctx, conf.ok().as_ref())
         .ok()
-        .and_then(|(pid, _)| read(format!("{pid}/mountinfo")))
-        .or_else(|| read("1/mountinfo".into()))
+        .map(|(pid, _)| pid.to_string());
+    let ns = |pid: &str| std::fs::read_link(proc.join(pid).join("ns/mnt")).ok();
+    let node_pid = slurmd.clone().unwrap_or_else(|| "1".into());
+    if let (Some(node), Some(own)) = (ns(&node_pid), ns("self")) {
+        if node == own {
+            return None;
+        }
+    }
+    let read = |pid: &str| read_mountinfo(&proc.join(pid).join("mountinfo"));
+    let node = slurmd.and_then(|p| read(&p)).or_else(|| read("1"))?;
+    let own = read("self")?;
+    (node != own).then_some((node, own))
 }
 
-/// Why this process does not see `p` as the node does (see [`differs`]) against `node`, the node's
-/// mount table ([`node_view`]); `None` when it does, and when a table cannot be read (nothing to
-/// compare: the path is judged as seen).
-pub fn hidden(roots: &Roots, node: Option<&str>, p: &Path) -> Option<String> {
-    let own = super::util::read_bytes(&roots.proc.join("self/mountinfo"), MAX_MOUNTINFO)
+/// A mount table's text (`None` when it cannot be read).
+fn read_mountinfo(path: &Path) -> Option<String> {
+    super::util::read_bytes(path, MAX_MOUNTINFO)
         .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())?;
-    differs(node?, &own, p)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Why this process does not see `p` as the node does (see [`differs`]), from the run's two mount
+/// tables ([`tables`]); `None` when it does, and when a table cannot be read (nothing to compare:
+/// the path is judged as seen).
+pub fn hidden(ctx: &super::Ctx, p: &Path) -> Option<String> {
+    let t = ctx.mount_tables()?;
+    differs(&t.0, &t.1, p)
 }
 
 #[cfg(test)]
