@@ -28,6 +28,9 @@ FAIL=0
 T_START=$SECONDS
 # Each sweep's deadline: an emulated node on a busy host answers slowly (slurm.conf has MessageTimeout=60).
 SWEEP_TIMEOUT=${LG_VM2_SWEEP_TIMEOUT:-240}
+# How long vm.sh waits for one command's result: apt's install of the .deb in an emulated guest took
+# 5-10 min here while the host ran other builds at a load of 20-28 (the default is 300 s).
+export LG_VM_RUN_TIMEOUT=${LG_VM_RUN_TIMEOUT:-1800}
 
 ok() { PASS=$((PASS + 1)); printf 'test-vm2: PASS: %s\n' "$*"; }
 bad() { FAIL=$((FAIL + 1)); printf 'test-vm2: FAIL: %s\n' "$*"; }
@@ -85,7 +88,7 @@ t0=$SECONDS
 for k in 1 2; do LG_VM_NODE=$k scripts/vm.sh put "$DEB"; done
 # (side by side: each VM has its own emulated CPUs)
 for k in 1 2; do
-  V $k "cd /root && cp /mnt/host/files/$(basename "$DEB") . && apt-get install -y -qq ./$(basename "$DEB") >apt.log 2>&1; echo rc=\$?; launchguard --version" >"$WORK/install$k.out" 2>&1 &
+  V $k "cd /root && cp /mnt/host/files/$(basename "$DEB") . && t=\$SECONDS; apt-get install -y -qq ./$(basename "$DEB") >apt.log 2>&1; echo rc=\$?; echo \"(\$((SECONDS - t)) s in the guest)\"; launchguard --version" >"$WORK/install$k.out" 2>&1 &
 done
 wait
 install_s=$((SECONDS - t0))
