@@ -316,6 +316,10 @@ EOF
     modprobe@drm.service modprobe@fuse.service modprobe@configfs.service modprobe@efi_pstore.service \
     modprobe@dm_mod.service modprobe@loop.service serial-getty@ttyS0.service getty@tty1.service \
     systemd-firstboot.service systemd-machine-id-commit.service >/dev/null 2>&1 || true
+  # A unit's start may take minutes when the emulated CPUs share a busy host (slurmd failed its
+  # default 90 s once here, at a host load of 25, and the boot ended degraded).
+  mkdir -p "$R/etc/systemd/system.conf.d"
+  printf '[Manager]\nDefaultTimeoutStartSec=15min\n' >"$R/etc/systemd/system.conf.d/lg-vm.conf"
   # (a fixed machine-id: no first-boot setup of one)
   [ -s "$R/etc/machine-id" ] || chroot "$R" systemd-machine-id-setup >/dev/null 2>&1 || true
   chroot "$R" systemctl -q enable munge slurmctld slurmd lg-dummy-net lg-vm-cluster lg-vm-agent 2>/dev/null
@@ -351,7 +355,7 @@ wait_boot() {
     sleep 0.5
   done
   if [ "${b#* }" != running ]; then
-    run_cmd 'systemctl --failed --no-legend' >&2 || true
+    run_cmd 'systemctl --failed --no-legend; for u in $(systemctl --failed --no-legend --plain | cut -d" " -f1); do journalctl -b -u "$u" --no-pager | tail -n 15; done' >&2 || true
     die "the guest booted ${b#* }"
   fi
 }
