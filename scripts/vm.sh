@@ -316,8 +316,9 @@ EOF
     modprobe@drm.service modprobe@fuse.service modprobe@configfs.service modprobe@efi_pstore.service \
     modprobe@dm_mod.service modprobe@loop.service serial-getty@ttyS0.service getty@tty1.service \
     systemd-firstboot.service systemd-machine-id-commit.service >/dev/null 2>&1 || true
-  # A unit's start may take minutes when the emulated CPUs share a busy host (slurmd failed its
-  # default 90 s once here, at a host load of 25, and the boot ended degraded).
+  # A unit's start may take minutes when the emulated CPUs share a busy host. Once here, at a host
+  # load of 25, slurmd ended failed and the boot degraded (its journal was lost with the VM; the
+  # default 90 s start timeout is the likely cause), so starts get 15 min.
   mkdir -p "$R/etc/systemd/system.conf.d"
   printf '[Manager]\nDefaultTimeoutStartSec=15min\n' >"$R/etc/systemd/system.conf.d/lg-vm.conf"
   # (a fixed machine-id: no first-boot setup of one)
