@@ -21,8 +21,10 @@
 #      nothing); with the package's tmpfiles line it is there after a real reboot of the VM (1777 root),
 #      the first launch needs no repair, and the agent is back (enabled)
 #
-# LG_VM_DEB=FILE uses a .deb built before (scripts/test.sh passes the 24.11 one); otherwise it is built
-# with scripts/package.sh against the 24.11 headers of the trixie chroot (/srv/lg-trixie). Prints
+# LG_VM_RELEASE=sid runs the same checks on the Debian sid VM (Slurm 26.05; scripts/vm.sh) with the
+# 26.05 .deb. LG_VM_DEB=FILE uses a .deb built before (scripts/test.sh passes the 24.11 one); otherwise
+# it is built with scripts/package.sh against the headers of the release's chroot (/srv/lg-trixie,
+# /srv/lg-sid). Prints
 # `PASS:`/`FAIL:` lines and one `test result:` line in cargo's format (scripts/test.sh counts it);
 # exits 1 on any failure. The VM is powered off at the end (LG_VM_KEEP=1 leaves it up for a look).
 set -euo pipefail
@@ -101,10 +103,11 @@ stage "0. the package and the VM"
 if [ -n "${LG_VM_DEB:-}" ]; then
   DEB=$LG_VM_DEB
 else
-  # (the 24.11 headers: the trixie chroot's libslurm-dev, as for `LG_CLUSTER=trixie cluster.sh build-plugin`)
-  [ -f /srv/lg-trixie/usr/include/slurm/slurm_version.h ] || LG_CLUSTER=trixie scripts/cluster.sh prepare
-  SLURM_INCLUDE_DIR=/srv/lg-trixie/usr/include LG_PACKAGE_FORMATS=deb scripts/package.sh >"$WORK/package.log" 2>&1 || { cat "$WORK/package.log"; exit 1; }
-  DEB=$(ls target/packages/launchguard_*-1+slurm24.11_amd64.deb)
+  # (the release's headers: its chroot's libslurm-dev, as for `LG_CLUSTER=trixie cluster.sh build-plugin`)
+  C=${LG_VM_RELEASE:-trixie}
+  [ -f /srv/lg-$C/usr/include/slurm/slurm_version.h ] || LG_CLUSTER=$C scripts/cluster.sh prepare
+  SLURM_INCLUDE_DIR=/srv/lg-$C/usr/include LG_PACKAGE_FORMATS=deb scripts/package.sh >"$WORK/package.log" 2>&1 || { cat "$WORK/package.log"; exit 1; }
+  DEB=$(ls target/packages/launchguard_*-1+slurm"$(sed -n 's/.*launchguard \S* for Slurm \([0-9.]*\) .*/\1/p' "$WORK/package.log" | head -n 1)"_amd64.deb)
 fi
 REL=$(sed -n 's/.*+slurm\([0-9.]*\)_amd64\.deb$/\1/p' <<<"$DEB")
 [ -n "$REL" ] || { echo "test-vm: $DEB is not named like scripts/package.sh names a .deb (launchguard_VERSION-REV+slurmXX.YY_amd64.deb)" >&2; exit 2; }

@@ -8,6 +8,8 @@
 #   LG_RELEASES="host trixie sid"   which clusters to test (default all three)
 #   LG_ARM64=0                   skips the arm64 stage (Grace nodes, emulated; see below)
 #   LG_VM=0                      skips the cgroup v2 VM stage (scripts/test-vm.sh; see below)
+#   LG_VM2=1                     adds the two-VM sweep stage (scripts/test-vm2.sh; off by default: see below)
+#   LG_VM_SID=1                  adds scripts/test-vm.sh on the Debian sid VM (Slurm 26.05; off by default)
 # It ends with `tests: N passed, N failed, N skipped`, on success and failure alike. On a failure it
 # also prints the stage that failed, the command that reruns exactly the failed test (with the
 # variables the cluster tests need) or the stage, and which clusters it left running
@@ -163,6 +165,20 @@ if [ "$VM" != 0 ]; then
   stage "the cgroup v2 node (scripts/test-vm.sh)" "scripts/test-vm.sh"
   ready vm; ready package-tools tools
   scripts/test-vm.sh 2>&1 | tee -a "$LOG"
+fi
+# Opt-in, each several minutes of emulated boot and install on top (docs/development.md has the
+# figures): the sweep across two VMs on one virtual link (healthy, then a munge key mismatch on one),
+# and the cgroup v2 node's checks on Slurm 26.05 (Debian sid's VM; its rootfs is built here, not in
+# the background).
+if [ "$VM" != 0 ] && [ "${LG_VM2:-0}" = 1 ]; then
+  stage "the sweep across two VMs (scripts/test-vm2.sh)" "scripts/test-vm2.sh"
+  ready vm; ready package-tools tools
+  scripts/test-vm2.sh 2>&1 | tee -a "$LOG"
+fi
+if [ "${LG_VM_SID:-0}" = 1 ] && case " $RELEASES " in *" sid "*) true ;; *) false ;; esac; then
+  stage "the cgroup v2 node on Slurm 26.05 (LG_VM_RELEASE=sid scripts/test-vm.sh)" "LG_VM_RELEASE=sid scripts/test-vm.sh"
+  ready sid; ready package-tools tools
+  LG_VM_RELEASE=sid scripts/test-vm.sh 2>&1 | tee -a "$LOG"
 fi
 # The fuzzers (built in the background above), two targets at a time.
 if [ "${FUZZ_SECONDS:-10}" != 0 ]; then

@@ -14,7 +14,7 @@
 #   scripts/vm.sh put FILE…    copy FILEs into the share: the guest reads them under /mnt/host/files/
 #   scripts/vm.sh reboot       `systemctl reboot` inside; waits for the new boot (a new boot_id) and Slurm
 #   scripts/vm.sh down         `systemctl poweroff` inside and wait for QEMU to exit (SIGTERM after 60 s)
-#   scripts/vm.sh status       whether it is up, and its boot state
+#   scripts/vm.sh status       whether each VM is up, and its boot state
 #
 # Host side: qemu-system-x86 (on Debian 12 with qemu-utils from bookworm-backports, qemu-system-x86 is
 # taken from backports too, through an apt configuration of its own under /srv/lg-vm/apt-bpo: the
@@ -33,15 +33,42 @@
 # (cluster lgvm, SlurmUser=slurm), HealthCheckProgram=/usr/sbin/launchguard-health every 5 s (the
 # package installs it), the share at /mnt/host, and a dummy network interface (Slurm resolves its
 # addresses with AI_ADDRCONFIG and fails to bind with only `lo`; the interface sends nothing).
+#
+# Two nodes (LG_VM_NODES=2 scripts/vm.sh up; scripts/test-vm2.sh): two VMs from the same rootfs,
+# each with its own disk, kernel, boot_id, machine ID and hostname (systemd.hostname= on the kernel
+# command line), joined by one private virtual link: QEMU's socket network backend, UDP unicast
+# between 127.0.0.1 ports (17911/17912 for trixie, 17921/17922 for sid), virtio-net in the guests,
+# 10.79.0.11 and .12. gpunode1 runs slurmctld and slurmd, gpunode2 slurmd (slurmctld's unit has
+# ConditionHost=gpunode1); both share the rootfs's munge key and one slurm.conf (NodeAddr= on the
+# link, no HealthCheckProgram). `LG_VM_NODE=2 scripts/vm.sh run|put|reboot` addresses gpunode2.
+#
+# sid (LG_VM_RELEASE=sid): the same node on Debian unstable (Slurm 26.05, kernel 7.x, dracut's initrd),
+# rootfs /srv/lg-vm/rootfs-sid; /run/lg-vm/sid for its QEMU.
 set -euo pipefail
 . "$(dirname "$0")/lib/apt.sh"
-SUITE=trixie
+# LG_VM_RELEASE: trixie (Debian 13, Slurm 24.11; the default) or sid (Debian unstable: Slurm 26.05,
+# its own newer kernel and systemd). LG_VM_CACHE: where the rootfs and disk images live (/srv/lg-vm).
+SUITE=${LG_VM_RELEASE:-trixie}
+case "$SUITE" in trixie | sid) ;; *) printf 'vm: error: LG_VM_RELEASE must be trixie or sid, not %s\n' "$SUITE" >&2; exit 2 ;; esac
 CACHE=${LG_VM_CACHE:-/srv/lg-vm}
 RFS=$CACHE/rootfs-$SUITE
-IMG=$CACHE/disk-$SUITE.img
-RUN=/run/lg-vm/$SUITE
-SHARE=$RUN/share
-NAME=gpunode1
+# LG_VM_NODES=2: `up` boots two VMs, gpunode1 (slurmctld and slurmd) and gpunode2 (slurmd), joined by
+# one private virtual link: QEMU's socket network backend, UDP unicast between two ports on the host's
+# loopback (nothing else can reach it), 10.79.0.11 and .12 inside. LG_VM_NODE=2 makes run, put and
+# reboot address gpunode2 (default 1). down and status cover every VM that is up.
+NODES=${LG_VM_NODES:-1}
+case "$NODES" in 1 | 2) ;; *) printf 'vm: error: LG_VM_NODES must be 1 or 2, not %s\n' "$NODES" >&2; exit 2 ;; esac
+# The link's UDP ports on 127.0.0.1: node K listens on PORT0+K (trixie and sid apart).
+case "$SUITE" in trixie) PORT0=17910 ;; sid) PORT0=17920 ;; esac
+# node K: sets NAME, RUN (its QEMU's pid file, console log and share; node 1's is /run/lg-vm/SUITE as
+# before) and IMG (its disk image).
+node() {
+  K=$1
+  NAME=gpunode$K
+  if [ "$K" = 1 ]; then RUN=/run/lg-vm/$SUITE IMG=$CACHE/disk-$SUITE.img; else RUN=/run/lg-vm/$SUITE-$NAME IMG=$CACHE/disk-$SUITE-$NAME.img; fi
+  SHARE=$RUN/share
+}
+node "${LG_VM_NODE:-1}"
 # Seconds a `run` command may take before the host gives up waiting (the command goes on in the guest).
 RUN_TIMEOUT=${LG_VM_RUN_TIMEOUT:-300}
 
@@ -78,7 +105,10 @@ host_tools() {
 
 # The Debian packages of the guest: systemd as init, a kernel and its initramfs, Slurm 24.11 and munge,
 # and bpftool to show the eBPF device program Slurm attaches to a job's cgroup.
-PACKAGES=systemd,systemd-sysv,dbus,udev,kmod,iproute2,linux-image-amd64,initramfs-tools,slurmd,slurmctld,slurm-client,munge,procps,util-linux,e2fsprogs,bpftool
+PACKAGES=systemd,systemd-sysv,dbus,udev,kmod,iproute2,linux-image-amd64,slurmd,slurmctld,slurm-client,munge,procps,util-linux,e2fsprogs,bpftool
+# trixie's kernel takes initramfs-tools; sid's pulls dracut (its initrd is generic, with virtio_blk and
+# ext4), and initramfs-tools beside it fails to install ("conflicts with linux-initramfs-tool").
+[ "$SUITE" = sid ] || PACKAGES+=,initramfs-tools
 
 debootstrap_rootfs() {
   [ -e "$RFS/.lg-vm-debootstrap" ] && return 0
@@ -100,11 +130,62 @@ debootstrap_rootfs() {
   rm -f "$T.log"
 }
 
+# slurm_files DIR N: slurm.conf and gres.conf for nodes gpunode1..N (gpunode1 runs slurmctld) in DIR,
+# and for N > 1 the hosts file that names them by their addresses on the virtual link.
+slurm_files() {
+  local D=$1 n=$2 k nodes=gpunode1 addr=
+  [ "$n" = 1 ] || nodes="gpunode[1-$n]"
+  {
+    cat <<EOF
+# written by launchguard scripts/vm.sh
+ClusterName=lgvm
+SlurmctldHost=gpunode1
+AuthType=auth/munge
+CredType=cred/munge
+SlurmUser=slurm
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu,nic
+MpiDefault=none
+ReturnToService=2
+# (jobs share the node: without it a job takes all of RealMemory and the next one waits)
+DefMemPerCPU=500
+# (an emulated node answers slowly when the host is busy: the default 10 s fails step launches)
+MessageTimeout=60
+PlugStackConfig=/etc/slurm/plugstack.conf
+EOF
+    # (one node only: the two-node cluster is for the sweep; there a `launchguard health` every 5 s
+    # takes most of each emulated CPU, runs pile up when the host is busy, and nothing tests it)
+    [ "$n" != 1 ] || printf 'HealthCheckProgram=/usr/sbin/launchguard-health\nHealthCheckInterval=5\nHealthCheckNodeState=ANY\n'
+    for k in $(seq "$n"); do
+      [ "$n" = 1 ] || addr=" NodeAddr=10.79.0.1$k"
+      echo "NodeName=gpunode$k$addr Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:2,nic:1 State=UNKNOWN"
+    done
+    echo "PartitionName=debug Nodes=$nodes Default=YES MaxTime=INFINITE State=UP"
+  } >"$D/slurm.conf"
+  cat >"$D/gres.conf" <<EOF
+# written by launchguard scripts/vm.sh
+NodeName=$nodes Name=gpu File=/dev/fakegpu[0-1]
+NodeName=$nodes Name=nic File=/dev/infiniband/uverbs0
+EOF
+  if [ "$n" != 1 ]; then
+    { echo '127.0.0.1 localhost'; for k in $(seq "$n"); do echo "10.79.0.1$k gpunode$k"; done; } >"$D/hosts"
+  fi
+}
+
 # The guest's configuration, written into the rootfs (idempotent; re-run when this function changes).
 configure_rootfs() {
   local R=$1
-  echo "$NAME" >"$R/etc/hostname"
-  printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$NAME" >"$R/etc/hosts"
+  echo gpunode1 >"$R/etc/hostname"
+  printf '127.0.0.1 localhost\n127.0.1.1 gpunode1\n' >"$R/etc/hosts"
   printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' >"$R/etc/fstab"
   chroot "$R" passwd -d root >/dev/null
   chroot "$R" bash -c 'id lgtest >/dev/null 2>&1 || useradd -m -u 1500 -s /bin/bash lgtest'
@@ -174,49 +255,54 @@ KillMode=process
 [Install]
 WantedBy=multi-user.target
 EOF
-  mkdir -p "$R/etc/slurm/plugstack.conf.d" "$R/var/log/slurm"
-  cat >"$R/etc/slurm/slurm.conf" <<EOF
-# written by launchguard scripts/vm.sh
-ClusterName=lgvm
-SlurmctldHost=$NAME
-AuthType=auth/munge
-CredType=cred/munge
-SlurmUser=slurm
-StateSaveLocation=/var/lib/slurm/slurmctld
-SlurmdSpoolDir=/var/lib/slurm/slurmd
-SlurmctldPidFile=/run/slurmctld.pid
-SlurmdPidFile=/run/slurmd.pid
-SlurmctldLogFile=/var/log/slurm/slurmctld.log
-SlurmdLogFile=/var/log/slurm/slurmd.log
-ProctrackType=proctrack/cgroup
-TaskPlugin=task/cgroup,task/affinity
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-GresTypes=gpu,nic
-MpiDefault=none
-ReturnToService=2
-# (jobs share the node: without it a job takes all of RealMemory and the next one waits)
-DefMemPerCPU=500
-# (an emulated node answers slowly when the host is busy: the default 10 s fails step launches)
-MessageTimeout=60
-HealthCheckProgram=/usr/sbin/launchguard-health
-HealthCheckInterval=5
-HealthCheckNodeState=ANY
-PlugStackConfig=/etc/slurm/plugstack.conf
-NodeName=$NAME Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=2000 Gres=gpu:2,nic:1 State=UNKNOWN
-PartitionName=debug Nodes=$NAME Default=YES MaxTime=INFINITE State=UP
+  mkdir -p "$R/etc/slurm/plugstack.conf.d" "$R/var/log/slurm" "$R/etc/slurm/lg-vm-two"
+  slurm_files "$R/etc/slurm" 1
+  # The two-node cluster's files (LG_VM_NODES=2): lg-vm-cluster.service puts them in place at boot.
+  slurm_files "$R/etc/slurm/lg-vm-two" 2
+  cat >"$R/etc/systemd/system/lg-vm-cluster.service" <<'EOF'
+[Unit]
+Description=The two-node cluster's network and Slurm files, when the kernel command line says lg.nodes=2
+Before=munge.service slurmctld.service slurmd.service network.target
+DefaultDependencies=no
+After=systemd-udevd.service local-fs.target
+ConditionKernelCommandLine=lg.nodes=2
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/lg-vm-cluster
+
+[Install]
+WantedBy=multi-user.target
 EOF
+  # (the link's interface is found by the MAC address vm.sh gives node K, 52:54:00:4c:47:0K)
+  cat >"$R/usr/local/sbin/lg-vm-cluster" <<'EOF'
+#!/bin/bash
+set -eu
+k=$(hostname); k=${k#gpunode}
+cp /etc/slurm/lg-vm-two/slurm.conf /etc/slurm/lg-vm-two/gres.conf /etc/slurm/
+cp /etc/slurm/lg-vm-two/hosts /etc/hosts
+modprobe virtio_net
+dev=
+for i in $(seq 200); do
+  dev=$(ip -o link | awk -v m="52:54:00:4c:47:0$k" '$0 ~ "link/ether " m { sub(":$", "", $2); print $2; exit }')
+  [ -z "$dev" ] || break
+  sleep 0.1
+done
+[ -n "$dev" ] || { echo "lg-vm-cluster: no interface with MAC 52:54:00:4c:47:0$k" >&2; exit 1; }
+ip addr replace "10.79.0.1$k/24" dev "$dev"
+ip link set "$dev" up
+EOF
+  chmod 755 "$R/usr/local/sbin/lg-vm-cluster"
+  # slurmctld runs on gpunode1 only (systemd.hostname= on the kernel command line names each VM).
+  mkdir -p "$R/etc/systemd/system/slurmctld.service.d"
+  printf '[Unit]\nConditionHost=gpunode1\n' >"$R/etc/systemd/system/slurmctld.service.d/lg-vm.conf"
   cat >"$R/etc/slurm/cgroup.conf" <<'EOF'
 # written by launchguard scripts/vm.sh
 CgroupPlugin=cgroup/v2
 ConstrainCores=yes
 ConstrainDevices=yes
 ConstrainRAMSpace=yes
-EOF
-  cat >"$R/etc/slurm/gres.conf" <<EOF
-# written by launchguard scripts/vm.sh
-NodeName=$NAME Name=gpu File=/dev/fakegpu[0-1]
-NodeName=$NAME Name=nic File=/dev/infiniband/uverbs0
 EOF
   echo 'include /etc/slurm/plugstack.conf.d/*.conf' >"$R/etc/slurm/plugstack.conf"
   mkdir -p "$R/var/lib/slurm/slurmctld" "$R/var/lib/slurm/slurmd"
@@ -230,16 +316,21 @@ EOF
     modprobe@drm.service modprobe@fuse.service modprobe@configfs.service modprobe@efi_pstore.service \
     modprobe@dm_mod.service modprobe@loop.service serial-getty@ttyS0.service getty@tty1.service \
     systemd-firstboot.service systemd-machine-id-commit.service >/dev/null 2>&1 || true
+  # A unit's start may take minutes when the emulated CPUs share a busy host. Once here, at a host
+  # load of 25, slurmd ended failed and the boot degraded (its journal was lost with the VM; the
+  # default 90 s start timeout is the likely cause), so starts get 15 min.
+  mkdir -p "$R/etc/systemd/system.conf.d"
+  printf '[Manager]\nDefaultTimeoutStartSec=15min\n' >"$R/etc/systemd/system.conf.d/lg-vm.conf"
   # (a fixed machine-id: no first-boot setup of one)
   [ -s "$R/etc/machine-id" ] || chroot "$R" systemd-machine-id-setup >/dev/null 2>&1 || true
-  chroot "$R" systemctl -q enable munge slurmctld slurmd lg-dummy-net lg-vm-agent 2>/dev/null
+  chroot "$R" systemctl -q enable munge slurmctld slurmd lg-dummy-net lg-vm-cluster lg-vm-agent 2>/dev/null
 }
 
 rootfs() {
   host_tools
   debootstrap_rootfs
   local want have
-  want=$(declare -f configure_rootfs | sha256sum | cut -c1-16)
+  want=$(declare -f configure_rootfs slurm_files | sha256sum | cut -c1-16)
   have=$(cat "$RFS/.lg-vm-config" 2>/dev/null || true)
   if [ "$want" != "$have" ]; then
     log "configuring $RFS"
@@ -265,14 +356,15 @@ wait_boot() {
     sleep 0.5
   done
   if [ "${b#* }" != running ]; then
-    run_cmd 'systemctl --failed --no-legend' >&2 || true
+    run_cmd 'systemctl --failed --no-legend; for u in $(systemctl --failed --no-legend --plain | cut -d" " -f1); do journalctl -b -u "$u" --no-pager | tail -n 15; done' >&2 || true
     die "the guest booted ${b#* }"
   fi
 }
 
+# wait_slurm: waits until Slurm shows this node (NAME) idle.
 wait_slurm() {
   local t0=$SECONDS
-  until run_cmd "sinfo -h -o '%T'" 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; do
+  until run_cmd "sinfo -h -n $NAME -o '%T'" 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; do
     [ $((SECONDS - t0)) -lt 300 ] || { run_cmd 'sinfo; systemctl status slurmd slurmctld --no-pager | tail -n 20' >&2 || true; die "node $NAME not idle after 300 s"; }
     sleep 1
   done
@@ -301,10 +393,9 @@ run_cmd() {
   return "$rc"
 }
 
-up() {
-  rootfs
-  if qemu_pid >/dev/null; then log "already up (QEMU pid $(qemu_pid))"; return 0; fi
-  local t0=$SECONDS kernel initrd
+# boot_vm: a fresh disk from the rootfs for node K (node sets the paths), and its QEMU started.
+boot_vm() {
+  local t0=$SECONDS kernel initrd net append mid
   kernel=$(ls "$RFS"/boot/vmlinuz-* | sort -V | tail -n 1)
   initrd=$(ls "$RFS"/boot/initrd.img-* | sort -V | tail -n 1)
   rm -rf "$RUN"
@@ -312,17 +403,38 @@ up() {
   rm -f "$IMG"
   truncate -s 4G "$IMG"
   mkfs.ext4 -q -F -L root -d "$RFS" "$IMG"
-  log "disk image made from $RFS in $((SECONDS - t0)) s; booting (console: $RUN/console.log)"
+  # Each VM names itself from the kernel command line (systemd.hostname=, and a machine ID of its
+  # own: the rootfs's with the node number at the end); lg.nodes=2 makes lg-vm-cluster.service set
+  # up the link and the two-node Slurm files.
+  mid=$(cat "$RFS/etc/machine-id")
+  append="root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet systemd.hostname=$NAME systemd.machine_id=${mid:0:30}0$K lg.nodes=$NODES"
+  if [ "$NODES" = 1 ]; then
+    net=(-nic none)
+  else
+    # UDP unicast between the two QEMUs on the host's loopback: node K sends to the other's port.
+    net=(-netdev "socket,id=link,udp=127.0.0.1:$((PORT0 + 3 - K)),localaddr=127.0.0.1:$((PORT0 + K))"
+      -device "virtio-net-pci,netdev=link,mac=52:54:00:4c:47:0$K")
+  fi
+  log "$NAME: disk image made from $RFS in $((SECONDS - t0)) s; booting (console: $RUN/console.log)"
   qemu-system-x86_64 -machine q35 -accel tcg,thread=multi -cpu max -smp 2,sockets=1,cores=2,threads=1 -m 3072 \
-    -kernel "$kernel" -initrd "$initrd" \
-    -append 'root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 quiet' \
+    -kernel "$kernel" -initrd "$initrd" -append "$append" \
     -drive "file=$IMG,format=raw,if=virtio,cache=unsafe" \
     -virtfs "local,path=$SHARE,mount_tag=hostshare,security_model=none,id=hs" \
-    -nic none -display none -vga none -serial "file:$RUN/console.log" -monitor none \
+    "${net[@]}" -display none -vga none -serial "file:$RUN/console.log" -monitor none \
     -daemonize -pidfile "$RUN/qemu.pid"
-  wait_boot none
-  wait_slurm
-  log "up in $((SECONDS - t0)) s: $(run_cmd 'echo "$(uname -r), $(systemctl --version | head -n 1), $(srun --version), /sys/fs/cgroup: $(stat -fc %T /sys/fs/cgroup)"')"
+}
+
+up() {
+  rootfs
+  node 1
+  if qemu_pid >/dev/null; then log "already up (QEMU pid $(qemu_pid))"; return 0; fi
+  local t0=$SECONDS k
+  # (all started before any is waited for: they boot side by side)
+  for k in $(seq "$NODES"); do node "$k"; boot_vm; done
+  for k in $(seq "$NODES"); do node "$k"; wait_boot none; done
+  for k in $(seq "$NODES"); do node "$k"; wait_slurm; done
+  node 1
+  log "up in $((SECONDS - t0)) s ($NODES VM): $(run_cmd 'echo "$(uname -r), $(systemctl --version | head -n 1), $(srun --version), /sys/fs/cgroup: $(stat -fc %T /sys/fs/cgroup); sinfo: $(sinfo -h -N -o "%N %T" | tr "\n" " ")"')"
 }
 
 reboot() {
@@ -340,20 +452,29 @@ reboot() {
   log "rebooted in $((SECONDS - t0)) s (boot_id $(boot_state))"
 }
 
+# down: powers off every VM of this release that is up (both of a two-node cluster), and forgets them.
 down() {
-  local p i
-  if p=$(qemu_pid); then
-    printf 'systemctl poweroff\n' >"$SHARE/cmd/poweroff-$$.tmp"
-    mv "$SHARE/cmd/poweroff-$$.tmp" "$SHARE/cmd/poweroff-$$.sh"
-    for i in $(seq 120); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
-    if kill -0 "$p" 2>/dev/null; then
-      log "QEMU still running 60 s after systemctl poweroff: SIGTERM to $p"
-      kill "$p" 2>/dev/null || true
-      for i in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+  local p i k
+  for k in 1 2; do
+    node "$k"
+    if p=$(qemu_pid); then
+      printf 'systemctl poweroff\n' >"$SHARE/cmd/poweroff-$$.tmp"
+      mv "$SHARE/cmd/poweroff-$$.tmp" "$SHARE/cmd/poweroff-$$.sh"
     fi
-  fi
-  rm -rf "$RUN"
-  rm -f "$IMG"
+  done
+  for k in 1 2; do
+    node "$k"
+    if p=$(qemu_pid); then
+      for i in $(seq 120); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+      if kill -0 "$p" 2>/dev/null; then
+        log "$NAME: QEMU still running 60 s after systemctl poweroff: SIGTERM to $p"
+        kill "$p" 2>/dev/null || true
+        for i in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+      fi
+    fi
+    rm -rf "$RUN"
+    rm -f "$IMG"
+  done
   log "down"
 }
 
@@ -370,6 +491,11 @@ case "${1:-}" in
     qemu_pid >/dev/null || die "the VM is not up"
     cp "$@" "$SHARE/files/" ;;
   status)
-    if p=$(qemu_pid); then echo "up: QEMU pid $p, boot $(boot_state)"; else echo down; exit 1; fi ;;
+    up=0
+    for k in 1 2; do
+      node "$k"
+      if p=$(qemu_pid); then echo "$NAME up: QEMU pid $p, boot $(boot_state)"; up=1; fi
+    done
+    [ "$up" = 1 ] || { echo down; exit 1; } ;;
   *) echo "usage: scripts/vm.sh image|up|run [CMD…]|put FILE…|reboot|down|status" >&2; exit 2 ;;
 esac

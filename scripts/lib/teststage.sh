@@ -37,6 +37,8 @@ left_running() {
   _alive /srv/lg-arm64/run/slurmctld.pid && _left "the emulated arm64 cluster (ports 8917/8918): LG_CLUSTER=arm64 scripts/cluster.sh down"
   _alive /run/lg-node/nspawn.pid && _left "the systemd test node (systemd-nspawn, ports 8817/8818): scripts/node.sh down"
   _alive /run/lg-vm/trixie/qemu.pid && _left "the cgroup v2 VM (QEMU, Slurm 24.11 inside): scripts/vm.sh down"
+  _alive /run/lg-vm/trixie-gpunode2/qemu.pid && _left "the second VM of the two-node cluster (scripts/test-vm2.sh): scripts/vm.sh down"
+  _alive /run/lg-vm/sid/qemu.pid && _left "the Slurm 26.05 VM (QEMU, Debian sid): LG_VM_RELEASE=sid scripts/vm.sh down"
   local d
   for d in /etc/slurm/plugstack.conf.d/*launchguard*.conf; do
     [ -e "$d" ] && _left "launchguard listed in $d: $(grep -v '^#' "$d" | head -n 1) (scripts/cluster.sh install-plugin mode=warn restores the demo's line)"
