@@ -36,6 +36,11 @@ pub fn local(req: &MpiRequest, conf: Option<&SlurmConf>) -> LocalMpi {
     let lib = plugin
         .as_ref()
         .map_or(mpi::DEFAULT_LIB, |p| p.lib_name.as_str());
+    let mut offered: Vec<String> = all.into_iter().map(|p| p.mpi_type).collect();
+    // srun takes --mpi=none without a plugin file on 26.05 (built in), as --mpi=list shows.
+    if !offered.is_empty() && !offered.iter().any(|t| t == "none") {
+        offered.push("none".into());
+    }
     LocalMpi {
         plugin_dir: dirs
             .iter()
@@ -43,7 +48,7 @@ pub fn local(req: &MpiRequest, conf: Option<&SlurmConf>) -> LocalMpi {
             .collect::<Vec<_>>()
             .join(":"),
         lib_package: mpi::lib_package(Path::new("/etc"), lib),
-        offered: all.into_iter().map(|p| p.mpi_type).collect(),
+        offered,
         plugin,
     }
 }

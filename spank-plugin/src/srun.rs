@@ -52,11 +52,10 @@ fn pmix_findings(policy: &Policy, parsed: &ParsedArgv) -> Vec<Finding> {
         .value("mpi")
         .map(str::to_string)
         .or_else(|| std::env::var("SLURM_MPI_TYPE").ok());
-    if !explicit
-        .as_deref()
-        .map_or(true, |t| t.trim().starts_with("pmix"))
-    {
-        return vec![];
+    if let Some(t) = explicit.as_deref() {
+        if !t.trim().starts_with("pmix") {
+            return vec![];
+        }
     }
     let conf = crate::mpi::slurm_conf();
     let default = conf.as_ref().and_then(|c| c.get("MpiDefault"));

@@ -1251,15 +1251,27 @@ fn an_srun_through_a_missing_pmix_plugin_or_library_is_named() {
         std::path::Path::new(&launchguard_tests::host_path(libdir)).is_dir(),
         "{libdir} is missing on this cluster"
     );
-    // run() enters the chroot first on the chroot clusters: the mount is made in there.
+    // The namespace is made outside the chroot (its root is no mount point, so unshare cannot
+    // make it private from inside); the tmpfs covers the chroot's directory.
+    let rootfs = launchguard_tests::rootfs();
+    let enter = if rootfs.is_empty() {
+        String::new()
+    } else {
+        format!("chroot {rootfs} ")
+    };
     let script = format!(
-        "mount -t tmpfs none {libdir} && cd /tmp && runuser -u lgtest -- srun --mpi=pmix -n1 true"
+        "mount -t tmpfs none {rootfs}{libdir} && cd /tmp && {enter}runuser -u lgtest -- sh -c 'cd /tmp && srun --mpi=pmix -n1 true'"
     );
-    let r = run(
-        As::Root,
-        &[],
-        &["unshare", "--mount", "--", "sh", "-c", &script],
-    );
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "--mount", "--", "sh", "-c", &script])
+        .current_dir("/tmp")
+        .output()
+        .expect("spawn");
+    let r = launchguard_tests::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
     assert_ne!(r.code, 0, "{r:#?}");
     let f = r.findings();
     assert_eq!(f.len(), 1, "{r:#?}");

@@ -22,7 +22,17 @@
 use super::env::Env;
 use crate::argv::ParsedArgv;
 use crate::finding::{clip, CheckKind, Finding, Severity};
-use crate::node::pmix::PmixPlugin;
+
+/// One installed `mpi_pmix*.so` and the PMIx library it opens (shared with `node.pmix.*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PmixPlugin {
+    /// The plugin file.
+    pub path: String,
+    /// The library file name it opens (`libpmix.so` or `libpmix.so.2`).
+    pub lib_name: String,
+    /// `Ok(path)` of the library found, or `Err(places searched)`.
+    pub lib: Result<String, Vec<String>>,
+}
 
 /// Where srun's MPI type comes from (srun(1), `--mpi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

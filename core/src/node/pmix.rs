@@ -20,16 +20,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ),
 ];
 
-/// One installed `mpi_pmix*.so` and where its `libpmix.so` was looked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PmixPlugin {
-    /// The plugin file.
-    pub path: String,
-    /// The library file name it opens (`libpmix.so` or `libpmix.so.2`).
-    pub lib_name: String,
-    /// `Ok(path)` of the library found, or `Err(places searched)`.
-    pub lib: Result<String, Vec<String>>,
-}
+pub use crate::checks::pmix::PmixPlugin;
 
 /// Everything the pmix family judges.
 #[derive(Debug, Clone, PartialEq, Eq)]

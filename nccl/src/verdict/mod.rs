@@ -117,7 +117,9 @@ pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
         f.push(Finding {
             id: "nccl.out_of_bounds",
             severity: Severity::NoGo,
-            what: format!("{q}: Out of bounds values is {n} (FAILED), outside any table this reader found"),
+            what: format!(
+                "{q}: Out of bounds values is {n} (FAILED), outside any table this reader found"
+            ),
             why: WHY_CORRUPT.into(),
             fix: fix_corrupt(p),
         });
