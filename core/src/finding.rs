@@ -38,11 +38,16 @@ pub enum CheckKind {
     /// fail on the running release (`--ntasks-per-gpu` with `--cpus-per-task` on Slurm 23.11.7 to
     /// 25.05.0). srun(1)/sbatch(1) `--ntasks-per-gpu`; Slurm's changelog for 25.05.1.
     GpuOptions,
+    /// `launch.pmix`: an srun that uses Slurm's `mpi/pmix` (`--mpi=pmix*`, `SLURM_MPI_TYPE`,
+    /// slurm.conf's `MpiDefault`) on a node without that plugin or without the PMIx library it
+    /// opens, and (in the task) PMIx's server rendezvous the rank cannot reach. srun(1) `--mpi`;
+    /// Slurm's MPI guide; `_libpmix_open` in Slurm's `mpi_pmix.c`; OpenPMIx `PMIx_server_setup_fork`.
+    Pmix,
 }
 
 impl CheckKind {
     /// Every check, in the order they are documented.
-    pub const ALL: [CheckKind; 9] = [
+    pub const ALL: [CheckKind; 10] = [
         CheckKind::CpusPerTask,
         CheckKind::ExportAll,
         CheckKind::ExportSplit,
@@ -52,6 +57,7 @@ impl CheckKind {
         CheckKind::ImexChannel,
         CheckKind::Memlock,
         CheckKind::GpuOptions,
+        CheckKind::Pmix,
     ];
 
     /// The plugstack key that sets this check's mode, e.g. `cpus_per_task`.
@@ -66,6 +72,7 @@ impl CheckKind {
             CheckKind::ImexChannel => "imex_channel",
             CheckKind::Memlock => "memlock",
             CheckKind::GpuOptions => "gpu_options",
+            CheckKind::Pmix => "pmix",
         }
     }
 
@@ -81,6 +88,7 @@ impl CheckKind {
             CheckKind::ImexChannel => "launch.imex_channel",
             CheckKind::Memlock => "launch.memlock",
             CheckKind::GpuOptions => "launch.gpu_options",
+            CheckKind::Pmix => "launch.pmix",
         }
     }
 
@@ -108,6 +116,9 @@ impl CheckKind {
             CheckKind::GpuOptions => {
                 "GPU task options that make the job's sruns fail on this release, or --gpus-per-task with several tasks per node (each task sees its GPU as device 0)"
             }
+            CheckKind::Pmix => {
+                "srun --mpi=pmix (or MpiDefault=pmix) where Slurm's pmix plugin or its PMIx library is missing; a rank that cannot reach the PMIx server's directory"
+            }
         }
     }
 
@@ -124,6 +135,7 @@ impl CheckKind {
             CheckKind::ImexChannel => "error",
             CheckKind::Memlock => "error: a finite hard locked-memory limit (slurmd's); warning: a finite soft limit (PropagateResourceLimits)",
             CheckKind::GpuOptions => "warning (sbatch/salloc; --gpus-per-task also at srun)",
+            CheckKind::Pmix => "error: the mpi/pmix plugin or its PMIx library is missing where srun runs, or the task cannot see the PMIx server's directory (PMIX_SERVER_TMPDIR)",
         }
     }
 
@@ -138,6 +150,7 @@ impl CheckKind {
             CheckKind::ImexChannel => "NVIDIA IMEX Service for NVLink Networks User's Guide, \"IMEX Channels\"",
             CheckKind::Memlock => "NVIDIA MLNX_OFED/DOCA user manual; AWS EFA user guide; slurm.conf(5) PropagateResourceLimits",
             CheckKind::GpuOptions => "srun(1)/sbatch(1) --ntasks-per-gpu and --gpus-per-task (implied --gpu-bind=per_task); Slurm's changelog for 25.05.1",
+            CheckKind::Pmix => "srun(1) --mpi and SLURM_MPI_TYPE; slurm.conf(5) MpiDefault; Slurm's MPI guide (mpi_pmix.c _libpmix_open); OpenPMIx PMIx_server_setup_fork",
         }
     }
 
@@ -152,7 +165,8 @@ impl CheckKind {
             | CheckKind::ExportAll
             | CheckKind::ExportSplit
             | CheckKind::NcclEnv
-            | CheckKind::GpuOptions => true,
+            | CheckKind::GpuOptions
+            | CheckKind::Pmix => true,
             CheckKind::EnrootRuntime
             | CheckKind::Devices
             | CheckKind::ImexChannel

@@ -337,6 +337,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "imex_channel",
     "memlock",
     "gpu_options",
+    "pmix",
     "gpu_steps_only",
     "min_cpus_per_task",
     "enroot_repair",

@@ -52,6 +52,14 @@ impl SlurmRelease {
         self >= SlurmRelease::new(23, 11)
     }
 
+    /// Whether srun loads its MPI plugin after the SPANK `init_post_opt` callback (23.11 and later:
+    /// `mpi_g_client_init` in srun_job.c). 22.05 and 23.02 load it in option checking
+    /// (`_opt_verify` in srun's opt.c), before `init_post_opt`, so a plugin that wants to speak
+    /// before a failed load must do it in `slurm_spank_init`.
+    pub fn srun_loads_mpi_after_post_opt(self) -> bool {
+        self >= SlurmRelease::new(23, 11)
+    }
+
     /// The environment variable this release's srun takes `--cpus-per-task` from.
     pub fn srun_cpus_env_var(self) -> &'static str {
         if self.srun_reads_slurm_cpus_per_task() {

@@ -136,13 +136,27 @@ fn wrong_elements_and_out_of_bounds_are_no_go() {
     let r = check("bad.log", &p, &CheckOptions::default());
     assert_eq!(r.verdict, Verdict::NoGo);
     let lines: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
+    const WHY_CORRUPT: &str = "nccl-tests checked the results (-c) and found wrong values: the data was corrupted in flight, \
+        on the wire (a NIC, cable or switch port) or by a GPU or its memory; a correctness failure regardless of bandwidth, not a tuning problem (nccl-tests README, -c)";
+    const FIX_CORRUPT: &str = "rerun the same command once on the same nodes (srun -w vm …); if it fails again, take them out: \
+        scontrol update nodename=vm state=drain reason=\"nccl-tests wrong results\", then check each (dmesg for Xid and NIC link errors, nvidia-smi -q -d ECC) before resuming it";
     assert_eq!(
         lines[0],
+        format!(
         "launchguard: nccl.wrong: 'bad.log': all_reduce_perf: #wrong is 512 over 1 row halves (first at 8388608 B out-of-place); \
-         data was corrupted in flight: a failure regardless of bandwidth (nccl-tests README, -c); \
-         take the nodes of this run (vm) out of service and check GPU/NIC/memory (dmesg Xid, nvidia-smi -q -d ECC) before rerunning"
+         {WHY_CORRUPT}; {FIX_CORRUPT}"
+        )
     );
     assert_eq!(r.findings[1].id, "nccl.out_of_bounds");
+    // Issue 24 item 8: what is known (corruption on the wire or in a GPU/NIC) and the two steps,
+    // rerun once on the same nodes, then drain them, with the exact commands.
+    assert_eq!(
+        lines[1],
+        format!(
+            "launchguard: nccl.out_of_bounds: 'bad.log': all_reduce_perf: Out of bounds values is 1 (FAILED); \
+             {WHY_CORRUPT}; {FIX_CORRUPT}"
+        )
+    );
 }
 
 #[test]

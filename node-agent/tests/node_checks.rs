@@ -979,3 +979,46 @@ fn a_plugin_listed_twice_or_closed_to_users_is_found_as_users_srun_meets_it() {
     unreadable(&so, "0700", "0755", "", None, "critical", "chmod o+r");
     assert_eq!(status("node.plugstack.user_read").0, "ok");
 }
+
+/// Issue 24 item 3: enroot's paths from the user's seat. A 1777 data directory under a parent that
+/// users cannot pass (mode 0700) is as good as missing for every non-root user: root's check of the
+/// 1777 directory alone said nothing worse than the root filesystem.
+#[test]
+fn an_enroot_path_users_cannot_reach_is_critical() {
+    let d = scratch("enroot-seat");
+    let hidden = d.join("hidden");
+    let data = hidden.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    cmd(&["chmod", "1777", data.to_str().unwrap()]);
+    cmd(&["chmod", "0700", hidden.to_str().unwrap()]);
+    let conf = d.join("enroot.conf");
+    std::fs::write(
+        &conf,
+        format!("ENROOT_DATA_PATH {}/user-$(id -u)\n", data.display()),
+    )
+    .unwrap();
+    let cfg = config(&d, &format!("[enroot]\nconf = \"{}\"\n", conf.display()));
+    let (_, rep) = check(&cfg, &["node.enroot.storage"]);
+    assert_eq!(status_of(&rep, "node.enroot.storage"), "critical", "{rep}");
+    let m = message_of(&rep, "node.enroot.storage");
+    assert!(
+        m.contains(&format!(
+            "users cannot pass '{}' (mode 0700)",
+            hidden.display()
+        )) && m.contains(&format!("chmod o+x '{}'", hidden.display())),
+        "{m}"
+    );
+    // The same from a user's seat: runuser as the test user cannot create their directory.
+    let mk = cmd(&[
+        "runuser",
+        "-u",
+        "lgtest",
+        "--",
+        "mkdir",
+        data.join("user-lgtest").to_str().unwrap(),
+    ]);
+    assert!(mk.stderr.contains("Permission denied"), "{mk:?}");
+    cmd(&["chmod", "0755", hidden.to_str().unwrap()]);
+    let (_, rep) = check(&cfg, &["node.enroot.storage"]);
+    assert_ne!(status_of(&rep, "node.enroot.storage"), "critical", "{rep}");
+}

@@ -1,4 +1,4 @@
-//! The four SPANK callbacks the plugin exports, and where each one goes: the module for its context
+//! The five SPANK callbacks the plugin exports, and where each one goes: the module for its context
 //! (the Pyxis layout: one file per side). Each exported symbol hands Slurm's arguments to
 //! [`ffi::guard`] (panics caught, verdict turned into SPANK's return code); each function below
 //! returns `true` to let the launch go on and `false` to stop it.
@@ -9,8 +9,15 @@ use crate::ffi::{self, Context, RawArgv, RawSpank, Spank};
 use std::ffi::c_int;
 
 // `#[no_mangle]` counts as unsafe code for the `unsafe_code` lint (two exported symbols of one name
-// would clash at link time); these four are the names Slurm's SPANK loader looks up (spank.h), and
+// would clash at link time); these five are the names Slurm's SPANK loader looks up (spank.h), and
 // they hold no `unsafe` block: every raw pointer is read in `ffi`.
+
+/// SPANK callback: when the plugin stack is loaded, before option processing, in every context.
+#[allow(unsafe_code)]
+#[no_mangle]
+pub extern "C" fn slurm_spank_init(sp: RawSpank, ac: c_int, av: RawArgv) -> c_int {
+    ffi::guard("init", sp, ac, av, init)
+}
 
 /// SPANK callback: after option processing, in srun, sbatch/salloc and slurmstepd.
 #[allow(unsafe_code)]
@@ -39,6 +46,15 @@ pub extern "C" fn slurm_spank_task_init_privileged(sp: RawSpank, ac: c_int, av: 
 #[no_mangle]
 pub extern "C" fn slurm_spank_task_init(sp: RawSpank, ac: c_int, av: RawArgv) -> c_int {
     ffi::guard("task_init", sp, ac, av, task_init)
+}
+
+/// `slurm_spank_init`: srun only ([`crate::srun::init`], the pmix check on releases whose srun loads
+/// its MPI plugin before `init_post_opt`); nothing elsewhere.
+pub fn init(sp: &Spank) -> bool {
+    match sp.context() {
+        Context::Local => crate::srun::init(sp),
+        _ => true,
+    }
 }
 
 /// `slurm_spank_init_post_opt`: srun → [`crate::srun`], sbatch/salloc → [`crate::allocator`].

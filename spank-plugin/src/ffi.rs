@@ -2,7 +2,7 @@
 //!
 //! - the symbols Slurm's plugin loader reads (`plugin_name`, `plugin_type`, `plugin_version`,
 //!   `spank_plugin_version`), with `plugin_version` taken from the headers at build time;
-//! - [`guard`], which runs each of the four callbacks launchguard exports (they live in
+//! - [`guard`], which runs each of the five callbacks launchguard exports (they live in
 //!   `crate::dispatch`) inside `catch_unwind`, so that a panic can never unwind into srun or
 //!   slurmstepd (it is logged, and the launch goes on);
 //! - safe wrappers over `spank_get_item`, `spank_getenv`, `spank_context` and Slurm's log functions.

@@ -26,6 +26,7 @@ pub mod enroot;
 pub mod ffi;
 pub mod gather;
 pub mod host;
+pub mod mpi;
 pub mod srun;
 pub mod stepd;
 pub mod user_lines;

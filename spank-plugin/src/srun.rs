@@ -5,12 +5,12 @@
 
 use crate::ffi::{self, Spank};
 use crate::gather;
-use launchguard_core::argv::{self, Tool};
+use launchguard_core::argv::{self, ParsedArgv, Tool};
 use launchguard_core::checks::cpus_per_task::CpusSource;
 use launchguard_core::checks::gpus::srun_gpu_request;
 use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
-use launchguard_core::checks::{cpus_per_task, export, gpu_options, judge, nccl_env};
-use launchguard_core::{CheckKind, Mode};
+use launchguard_core::checks::{cpus_per_task, export, gpu_options, judge, nccl_env, pmix};
+use launchguard_core::{CheckKind, Finding, Mode, Policy};
 
 /// Name of the variable srun's plugin sets (to `file`) when the step's output goes to a file
 /// (`-o`/`-e`, `SLURM_STDOUTMODE`/`SLURM_STDERRMODE`), so that nothing slurmstepd prints reaches the
@@ -40,6 +40,69 @@ impl launchguard_core::checks::env::Env for ProcessEnv {
             .filter_map(|(k, _)| k.into_string().ok())
             .collect()
     }
+}
+
+/// `launch.pmix` for an srun that may load a pmix plugin: slurm.conf (PluginDir, MpiDefault) is
+/// read only then.
+fn pmix_findings(policy: &Policy, parsed: &ParsedArgv) -> Vec<Finding> {
+    if policy.mode_for(CheckKind::Pmix) == Mode::Off {
+        return vec![];
+    }
+    let explicit = parsed
+        .value("mpi")
+        .map(str::to_string)
+        .or_else(|| std::env::var("SLURM_MPI_TYPE").ok());
+    if let Some(t) = explicit.as_deref() {
+        if !t.trim().starts_with("pmix") {
+            return vec![];
+        }
+    }
+    let conf = crate::mpi::slurm_conf();
+    let default = conf.as_ref().and_then(|c| c.get("MpiDefault"));
+    let Some(req) = pmix::requested(parsed, &ProcessEnv, default) else {
+        return vec![];
+    };
+    let local = crate::mpi::local(&req, conf.as_ref());
+    // No MPI plugin at all where we looked: PluginDir is elsewhere (configless): unjudged.
+    if local.offered.is_empty() {
+        return vec![];
+    }
+    pmix::check_srun(&req, &local)
+}
+
+/// srun's `slurm_spank_init` (local context), on releases whose srun loads its MPI plugin before
+/// `init_post_opt` ([`launchguard_core::SlurmRelease::srun_loads_mpi_after_post_opt`]): judges
+/// `launch.pmix` from srun's own argv (read from /proc, since options are not parsed yet), so the
+/// line comes before Slurm's failed load. Plugstack argument problems are left to `init_post_opt`.
+pub fn init(sp: &Spank) -> bool {
+    if gather::release(sp).srun_loads_mpi_after_post_opt() {
+        return true;
+    }
+    let (policy, _) = launchguard_core::policy::parse_args(sp.args());
+    if policy.all_off() {
+        return true;
+    }
+    let argv = gather::own_argv();
+    let parsed = argv::parse(Tool::Srun, &argv);
+    let verdict = judge(pmix_findings(&policy, &parsed), &policy);
+    crate::user_lines::show(verdict.shown.iter().map(|f| f.to_string()), "");
+    if verdict.reject {
+        ffi::log_user(STOPPED);
+    }
+    if !verdict.shown.is_empty() {
+        crate::agent_client::report(
+            &policy,
+            &crate::agent_client::Verdict {
+                phase: "srun",
+                job: None,
+                step: None,
+                uid: crate::agent_client::euid(),
+                shown: &verdict.shown,
+                reject: verdict.reject,
+            },
+        );
+    }
+    !verdict.reject
 }
 
 /// Runs the srun-side checks; `false` stops the launch.
@@ -101,6 +164,9 @@ pub fn init_post_opt(sp: &Spank) -> bool {
                 &rules,
             ));
         }
+    }
+    if release.srun_loads_mpi_after_post_opt() {
+        findings.extend(pmix_findings(&policy, &parsed));
     }
     let verdict = judge(findings, &policy);
     crate::user_lines::show(verdict.shown.iter().map(|f| f.to_string()), "");

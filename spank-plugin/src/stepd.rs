@@ -32,6 +32,7 @@ use launchguard_core::checks::imex::{self, StepImex};
 use launchguard_core::checks::marker::{self, SrunMarker};
 use launchguard_core::checks::memlock::{self, TaskMemlock};
 use launchguard_core::checks::nccl_env::{self, Fabric};
+use launchguard_core::checks::pmix::{self as pmix_check, TaskPmix};
 use launchguard_core::checks::{judge, NodeFacts, Verdict};
 use launchguard_core::policy::parse_args;
 use launchguard_core::policy::FabricChoice;
@@ -544,11 +545,39 @@ pub fn task_init(sp: &Spank) -> bool {
             }
         }
     }
+    // Slurm's PMIx server as a container task sees it (only inside the container: listed after Pyxis).
+    if container && entered && st.policy.mode_for(CheckKind::Pmix) != Mode::Off {
+        if let Some(t) = task_pmix(sp) {
+            ok &= speak(sp, st, pmix_check::check_task(&t), true, &mut seen);
+        }
+    }
     ok &= speak(sp, st, findings, false, &mut seen);
     if !seen.is_empty() && sp.get_number(NumItem::TaskLocalId) == Some(0) {
         report(st, "task", &seen, !ok);
     }
     ok
+}
+
+/// munged's socket as libmunge finds it by default (`/run/munge/munge.socket.2`, or under
+/// `/var/run` on older builds).
+const MUNGE_SOCKETS: &[&str] = &["/run/munge/munge.socket.2", "/var/run/munge/munge.socket.2"];
+
+/// What the task sees of Slurm's PMIx server, when the step runs under mpi/pmix (the task's
+/// environment has `PMIX_SERVER_TMPDIR`, which OpenPMIx's `PMIx_server_setup_fork` exports).
+fn task_pmix(sp: &Spank) -> Option<TaskPmix> {
+    let server_tmpdir = sp.getenv("PMIX_SERVER_TMPDIR")?;
+    let visible = |p: &str| p.starts_with('/') && std::path::Path::new(p).exists();
+    let munge = MUNGE_SOCKETS.iter().find(|p| visible(p));
+    Some(TaskPmix {
+        tmpdir_visible: visible(&server_tmpdir),
+        server_tmpdir,
+        gds_module: sp.getenv("PMIX_GDS_MODULE"),
+        mca_gds: sp.getenv("PMIX_MCA_gds"),
+        security_mode: sp.getenv("PMIX_SECURITY_MODE"),
+        mca_psec: sp.getenv("PMIX_MCA_psec"),
+        munge_socket: munge.unwrap_or(&MUNGE_SOCKETS[0]).to_string(),
+        munge_visible: munge.is_some(),
+    })
 }
 
 /// The task's own locked-memory limits (`/proc/self/limits`: `task_init` runs in the task after

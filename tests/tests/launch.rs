@@ -1225,3 +1225,143 @@ fn gpus_per_task_with_several_tasks_per_node_warns_and_the_fix_shows_every_gpu()
         "{r:#?}"
     );
 }
+
+/// The MPI types `srun --mpi=list` offers on this cluster (`pmix`, `pmix_v4`, `pmi2`, `none`…).
+fn mpi_types() -> Vec<String> {
+    let r = run(As::Root, &[], &["srun", "--mpi=list"]);
+    let text = format!("{}{}", r.stdout, r.stderr);
+    let mut out: Vec<String> = text
+        .lines()
+        .map(|l| l.trim().trim_start_matches("srun: "))
+        .filter(|l| !l.is_empty() && !l.contains(' ') && !l.ends_with(':'))
+        .map(str::to_string)
+        .collect();
+    // "specific pmix plugin versions available: pmix_v4" (22.05-24.11)
+    for l in text.lines() {
+        if let Some(v) = l.split("available:").nth(1) {
+            out.extend(v.split(',').map(|s| s.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// Issue 24 item 4: an srun that uses Slurm's mpi/pmix where its plugin or PMIx library is missing
+/// stops with Slurm's own words; launchguard says which file is missing and what to do, before them.
+/// On each release: a pmix type the node does not have (`pmix_v99`, and plain `pmix` on 26.05,
+/// whose chroot has no pmix plugin), by --mpi, SLURM_MPI_TYPE and slurm.conf's MpiDefault; where
+/// pmix is offered, the library hidden in a private mount namespace (22.05 opens libpmix.so, 24.11
+/// libpmix.so.2: judged from the plugin's own strings), and a healthy --mpi=pmix step runs silently.
+#[test]
+fn an_srun_through_a_missing_pmix_plugin_or_library_is_named() {
+    let _g = lock();
+    plugstack("mode=warn");
+    let types = mpi_types();
+    let missing = if types.iter().any(|t| t == "pmix") {
+        "pmix_v99"
+    } else {
+        "pmix"
+    };
+    for (env, args) in [
+        (vec![], vec![format!("--mpi={missing}")]),
+        (vec![("SLURM_MPI_TYPE", missing)], vec![]),
+    ] {
+        let mut argv: Vec<&str> = vec!["srun"];
+        argv.extend(args.iter().map(String::as_str));
+        argv.extend(["-n1", "true"]);
+        let r = run(As::User, &env, &argv);
+        assert_ne!(r.code, 0, "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: ")
+                && f[0].contains(&format!(
+                    "asks for Slurm's mpi/{missing} plugin, which is not in"
+                ))
+                && f[0].contains("this node offers: "),
+            "{r:#?}"
+        );
+        assert!(
+            r.stderr
+                .contains(&format!("Invalid MPI type '{missing}', --mpi=list")),
+            "Slurm's own line: {r:#?}"
+        );
+    }
+    // MpiDefault in srun's slurm.conf (a copy that says MpiDefault=<missing>).
+    let conf = format!("{}/mpidefault.conf", launchguard_tests::SCRATCH);
+    let real = std::fs::read_to_string(launchguard_tests::host_path("/etc/slurm/slurm.conf"))
+        .expect("slurm.conf");
+    let text: String = real
+        .lines()
+        .map(|l| {
+            if l.starts_with("MpiDefault") {
+                format!("MpiDefault={missing}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(launchguard_tests::host_path(&conf), text).expect("write conf");
+    let r = run(As::User, &[("SLURM_CONF", &conf)], &["srun", "-n1", "true"]);
+    assert_ne!(r.code, 0, "{r:#?}");
+    assert!(
+        r.findings().iter().any(|l| l.starts_with(&format!(
+            "launchguard: launch.pmix: MpiDefault={missing} (slurm.conf) asks for"
+        ))),
+        "{r:#?}"
+    );
+    // enforce mode stops it before Slurm's loader does
+    plugstack("mode=enforce");
+    let r = srun(As::User, &[&format!("--mpi={missing}"), "-n1", "true"]);
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(r.stderr.contains("stopped by the site's policy"), "{r:#?}");
+    plugstack("mode=warn");
+    if missing == "pmix" {
+        return;
+    }
+    // A healthy pmix step: it runs, nothing said.
+    let r = srun(As::User, &["--mpi=pmix", "-n2", "printenv", "PMIX_RANK"]);
+    assert_eq!(r.code, 0, "{r:#?}");
+    assert_silent(&r);
+    // The PMIx library hidden from srun (a private mount namespace): Slurm's own words and ours.
+    let libdir = "/usr/lib/x86_64-linux-gnu/pmix2/lib";
+    assert!(
+        std::path::Path::new(&launchguard_tests::host_path(libdir)).is_dir(),
+        "{libdir} is missing on this cluster"
+    );
+    // The namespace is made outside the chroot (its root is no mount point, so unshare cannot
+    // make it private from inside); the tmpfs covers the chroot's directory.
+    let rootfs = launchguard_tests::rootfs();
+    let enter = if rootfs.is_empty() {
+        String::new()
+    } else {
+        format!("chroot {rootfs} ")
+    };
+    let script = format!(
+        "mount -t tmpfs none {rootfs}{libdir} && cd /tmp && {enter}runuser -u lgtest -- sh -c 'cd /tmp && srun --mpi=pmix -n1 true'"
+    );
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "--mount", "--", "sh", "-c", &script])
+        .current_dir("/tmp")
+        .output()
+        .expect("spawn");
+    let r = launchguard_tests::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert_ne!(r.code, 0, "{r:#?}");
+    let f = r.findings();
+    assert_eq!(f.len(), 1, "{r:#?}");
+    assert!(
+        f[0].starts_with("launchguard: launch.pmix: srun --mpi=pmix: Slurm's ")
+            && f[0].contains(&format!(
+                "is here but the PMIx library it opens is not (looked for {libdir}/libpmix.so"
+            ))
+            && f[0].contains("install "),
+        "{r:#?}"
+    );
+    assert!(
+        r.stderr.contains("can not load PMIx library"),
+        "Slurm's own line: {r:#?}"
+    );
+}

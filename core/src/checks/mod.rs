@@ -19,6 +19,7 @@ pub mod imex;
 pub mod marker;
 pub mod memlock;
 pub mod nccl_env;
+pub mod pmix;
 
 use crate::finding::{Finding, Severity};
 use crate::policy::{Mode, Policy};

@@ -9,6 +9,7 @@
 //! regular, reads are capped, children are polled until a deadline and then killed.
 
 pub mod files;
+pub mod mpi;
 #[cfg(feature = "process")]
 pub mod process;
 pub mod rdma;

@@ -111,6 +111,12 @@ pub struct Storage {
     /// Who, other than root, controls the fixed part (owns it or a directory above it, or can
     /// create it), e.g. `uid 1001 (alice) owns '/tmp/enroot-data'`; `None` when only root can.
     pub controlled_by: Option<String>,
+    /// The first directory from `/` to the fixed part (or its deepest existing parent) that a user
+    /// who is neither its owner nor in its group cannot pass (no search bit for others), with its
+    /// mode: every non-root user's enroot then fails there with 'Permission denied', whatever the
+    /// directory below allows (the user's seat, as `node.munge.socket_dir_access` judges munged's
+    /// socket).
+    pub unsearchable: Option<(String, u32)>,
 }
 
 /// enroot's NVIDIA hook on this node.
@@ -188,6 +194,19 @@ fn storage_problems(s: &Storage) -> Vec<(Status, String)> {
     };
     let (anc, anc_state) = (&s.ancestor.0, s.ancestor.1);
     let shared = !per_user(&s.path);
+    if let Some((dir, mode)) = &s.unsearchable {
+        out.push((
+            Status::Critical,
+            format!(
+                "{} {}: users cannot pass {} (mode {mode:04o}) on its way, so every non-root user's container import fails with 'Permission denied' (chmod o+x {})",
+                s.key,
+                quote(&s.path),
+                quote(dir),
+                quote(dir)
+            ),
+        ));
+        return out;
+    }
     match s.base {
         DirState::Missing if !others_can_create(anc_state) => out.push((
             Status::Critical,
@@ -579,6 +598,7 @@ ENROOT_RESTRICT_DEV      n\n";
                 .map(|(a, s)| (a.to_string(), s))
                 .unwrap_or((fixed, base)),
             controlled_by: None,
+            unsearchable: None,
         }
     }
 

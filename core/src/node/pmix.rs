@@ -1,8 +1,10 @@
 //! `node.pmix.*`: the PMIx MPI plugin (Slurm's MPI guide, mpi.conf(5): multi-node PyTorch/NCCL jobs
-//! launched with `srun --mpi=pmix`). Slurm's `mpi_pmix*.so` loads `libpmix.so` at run time from the directory it was
-//! built with (Debian: `/usr/lib/x86_64-linux-gnu/pmix2/lib`, on arm64 `/usr/lib/aarch64-linux-gnu/pmix2/lib`), so `srun --mpi=list` offers pmix even
-//! when the library is missing, and every `srun --mpi=pmix` then fails with `pmi/pmix: can not load
-//! PMIx library`.
+//! launched with `srun --mpi=pmix`). Slurm's `mpi_pmix*.so` loads the PMIx library at run time from
+//! the directory it was built with (Debian: `/usr/lib/x86_64-linux-gnu/pmix2/lib`, on arm64
+//! `/usr/lib/aarch64-linux-gnu/pmix2/lib`): `libpmix.so` up to Slurm 23.02.4, `libpmix.so.2` from
+//! 23.02.5 on (`_libpmix_open` in Slurm's `mpi_pmix.c`). So `srun --mpi=list` offers pmix even when
+//! the library is missing, and every `srun --mpi=pmix` then fails with `pmi/pmix: can not load PMIx
+//! library`.
 
 use super::{quote, Outcome, Status};
 
@@ -18,14 +20,7 @@ pub const CHECKS: &[(&str, &str)] = &[
     ),
 ];
 
-/// One installed `mpi_pmix*.so` and where its `libpmix.so` was looked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PmixPlugin {
-    /// The plugin file.
-    pub path: String,
-    /// `Ok(path)` of the library found, or `Err(places searched)`.
-    pub lib: Result<String, Vec<String>>,
-}
+pub use crate::checks::pmix::PmixPlugin;
 
 /// Everything the pmix family judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,8 +78,9 @@ pub fn judge(f: &PmixFacts) -> Vec<Outcome> {
                 "node.pmix.loads",
                 severity,
                 format!(
-                    "{} is offered but libpmix.so is missing (looked in {})",
+                    "{} is offered but {} is missing (looked for {})",
                     quote(&p.path),
+                    p.lib_name,
                     crate::finding::clip(&searched, 120)
                 ),
                 format!("{why_default} with 'pmi/pmix: can not load PMIx library'"),
@@ -105,6 +101,7 @@ mod tests {
             mpi_types: vec!["pmix".into(), "pmix_v4".into(), "none".into()],
             plugins: vec![PmixPlugin {
                 path: "/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix_v4.so".into(),
+                lib_name: "libpmix.so".into(),
                 lib,
             }],
             mpi_default: default.map(String::from),

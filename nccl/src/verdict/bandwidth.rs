@@ -1,7 +1,7 @@
 //! One table's correctness (`#wrong`, `Out of bounds values`) and bandwidth (busbw/algbw at the target
 //! size against `--min-busbw`/`--min-algbw` and the baseline); nccl-tests `doc/PERFORMANCE.md`.
 
-use super::{hosts_phrase, CheckOptions, Finding, Severity, TableSummary};
+use super::{CheckOptions, Finding, Severity, TableSummary};
 use crate::baseline::BaselineEntry;
 use crate::parse::Parsed;
 use crate::table::{Placement, Table};
@@ -41,11 +41,8 @@ pub(super) fn check_table(
                 wrong_sizes.len(),
                 half.label()
             ),
-            why: "data was corrupted in flight: a failure regardless of bandwidth (nccl-tests README, -c)".into(),
-            fix: format!(
-                "take {} out of service and check GPU/NIC/memory (dmesg Xid, nvidia-smi -q -d ECC) before rerunning",
-                hosts_phrase(p)
-            ),
+            why: super::WHY_CORRUPT.into(),
+            fix: super::fix_corrupt(p),
         });
     }
     let footer = t.footer.as_ref();
@@ -55,11 +52,8 @@ pub(super) fn check_table(
             id: "nccl.out_of_bounds",
             severity: Severity::NoGo,
             what: format!("{q}: {name}: Out of bounds values is {n} (FAILED)"),
-            why: "nccl-tests found results outside tolerance: a correctness failure regardless of bandwidth (nccl-tests README, -c)".into(),
-            fix: format!(
-                "take {} out of service and check GPU/NIC/memory before rerunning",
-                hosts_phrase(p)
-            ),
+            why: super::WHY_CORRUPT.into(),
+            fix: super::fix_corrupt(p),
         });
     }
     if footer.and_then(|x| x.avg_busbw_check_ok) == Some(false) {

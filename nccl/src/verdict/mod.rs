@@ -117,12 +117,11 @@ pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
         f.push(Finding {
             id: "nccl.out_of_bounds",
             severity: Severity::NoGo,
-            what: format!("{q}: Out of bounds values is {n} (FAILED), outside any table this reader found"),
-            why: "nccl-tests found results outside tolerance: a correctness failure regardless of bandwidth (nccl-tests README, -c)".into(),
-            fix: format!(
-                "take {} out of service and check GPU/NIC/memory (dmesg Xid, nvidia-smi -q -d ECC) before rerunning",
-                hosts_phrase(p)
+            what: format!(
+                "{q}: Out of bounds values is {n} (FAILED), outside any table this reader found"
             ),
+            why: WHY_CORRUPT.into(),
+            fix: fix_corrupt(p),
         });
     }
     if p.tables.iter().all(|t| t.rows.is_empty())
@@ -204,6 +203,29 @@ pub fn check(file: &str, p: &Parsed, opts: &CheckOptions) -> FileReport {
         tables,
         parsed: Some(p.clone()),
     }
+}
+
+/// Why wrong results (`#wrong`, `Out of bounds values : N FAILED`) matter: nccl-tests compares every
+/// result with the expected one when run with `-c` (its README), so these are corrupted data, not
+/// slow data.
+pub(super) const WHY_CORRUPT: &str = "nccl-tests checked the results (-c) and found wrong values: the data was corrupted in flight, on the wire (a NIC, cable or switch port) or by a GPU or its memory; a correctness failure regardless of bandwidth, not a tuning problem (nccl-tests README, -c)";
+
+/// The fix for wrong results: one rerun on the same nodes (a transient error passes it), then drain
+/// them for the admin, with the exact commands for the run's nodes when the output names them.
+pub(super) fn fix_corrupt(p: &Parsed) -> String {
+    let hosts = p.hosts();
+    let (nodes, rerun) = if hosts.is_empty() {
+        (
+            "<the run's nodes>".to_string(),
+            "srun -w <the run's nodes, from sacct -j JOBID -X -o NodeList> …".to_string(),
+        )
+    } else {
+        let n = hosts.join(",");
+        (n.clone(), format!("srun -w {n} …"))
+    };
+    format!(
+        "rerun the same command once on the same nodes ({rerun}); if it fails again, take them out: scontrol update nodename={nodes} state=drain reason=\"nccl-tests wrong results\", then check each (dmesg for Xid and NIC link errors, nvidia-smi -q -d ECC) before resuming it"
+    )
 }
 
 pub(super) fn hosts_phrase(p: &Parsed) -> String {

@@ -251,3 +251,27 @@ fn the_likeliest_cause_of_a_missing_program_is_named_first() {
     assert_eq!(host.id, "launch.export_all");
     assert!(host.why.starts_with("srun --export=VAR"), "{}", host.why);
 }
+
+/// Issue 24 item 8: nccl-tests' `Out of bounds values : N FAILED` pasted from a job's output says
+/// what is known (corrupted data, not a tuning problem) and the two steps with their commands.
+#[test]
+fn out_of_bounds_values_say_rerun_once_then_drain() {
+    let text =
+        "lgn1:12:12 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n\
+                # Out of bounds values : 3 FAILED\n# Avg bus bandwidth    : 12.5\n";
+    let rep = explain_bytes(rules(), text.as_bytes());
+    let f = rep
+        .findings
+        .iter()
+        .find(|f| f.id == "nccl.out_of_bounds")
+        .unwrap_or_else(|| panic!("{:?}", ids(&rep)));
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.why.contains("corrupted in flight"), "{}", f.why);
+    assert!(
+        f.fix
+            .starts_with("rerun the same command once on the same nodes (srun -w lgn1 …)")
+            && f.fix.contains("scontrol update nodename=lgn1 state=drain"),
+        "{}",
+        f.fix
+    );
+}

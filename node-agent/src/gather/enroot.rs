@@ -98,8 +98,17 @@ fn storage(key: &str, path: &str) -> Option<Storage> {
         mode: l.mode,
         uid: l.uid,
     };
+    // The first directory of a walked chain that others cannot search.
+    let blocked = |chain: &[nofollow::Link]| {
+        chain
+            .iter()
+            .find(|l| l.mode & 0o001 == 0)
+            .map(|l| (l.path.clone(), l.mode))
+    };
+    let mut unsearchable = None;
     let (base, anc, controlled_by) = match nofollow::walk_dir(Path::new(&fixed)) {
         Ok(w) => {
+            unsearchable = blocked(&w.chain);
             let (last, above) = w.chain.split_last()?;
             (
                 link_state(last),
@@ -108,6 +117,7 @@ fn storage(key: &str, path: &str) -> Option<Storage> {
             )
         }
         Err(WalkError::Missing { parent, name }) => {
+            unsearchable = blocked(&parent.chain);
             let last = parent.chain.last()?;
             let who = if last.uid != 0 || last.mode & 0o022 != 0 {
                 Some(format!(
@@ -157,6 +167,7 @@ fn storage(key: &str, path: &str) -> Option<Storage> {
         base,
         ancestor: anc,
         controlled_by,
+        unsearchable,
     })
 }
 

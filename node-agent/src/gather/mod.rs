@@ -35,8 +35,13 @@ use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// A pmix plugin's scan: (path, mtime, size, PMIx directories named in it).
-pub type PmixScan = (PathBuf, i64, u64, Vec<String>);
+/// A pmix plugin's scan: (path, mtime, size, the library and PMIx directories named in it).
+pub type PmixScan = (
+    PathBuf,
+    i64,
+    u64,
+    launchguard_core::host::mpi::PluginStrings,
+);
 
 /// What every family may need: the config and the caches, shared by the check runs.
 pub struct Ctx {

@@ -1,0 +1,381 @@
+//! `launch.pmix`: a launch through Slurm's `mpi/pmix` that surely fails, judged where it can be seen.
+//!
+//! - srun, before allocation: srun takes its MPI type from `--mpi`, else `SLURM_MPI_TYPE`, else
+//!   slurm.conf's `MpiDefault` (srun(1), slurm.conf(5)), and loads `mpi_<type>.so` from PluginDir
+//!   right after option processing (`mpi_g_client_init` in srun_job.c, after the SPANK
+//!   `init_post_opt` callback). A missing plugin stops srun with `Invalid MPI type '<type>', --mpi=list
+//!   for acceptable types`; a pmix plugin whose PMIx library is missing stops it with `pmi/pmix: can
+//!   not load PMIx library` (`_libpmix_open` in Slurm's `mpi_pmix.c`: `libpmix.so` up to 23.02.4,
+//!   `libpmix.so.2` after, from the PMIx directory Slurm was built with). [`check_srun`] says so in
+//!   one line with the fix, before Slurm's own words. Compute nodes that lack them are the agent's
+//!   `node.pmix.*` (slurmstepd loads the plugin before any SPANK callback runs).
+//! - the task, inside a Pyxis container: Slurm's PMIx server tells each rank where it is through
+//!   the variables OpenPMIx's `PMIx_server_setup_fork` exports (measured on 22.05 with PMIx 4.2:
+//!   `PMIX_SERVER_TMPDIR=/var/spool/slurmd/pmix.<job>.<step>/`, `PMIX_GDS_MODULE=ds21,ds12,hash`,
+//!   `PMIX_DSTORE_21_BASE_PATH` under that directory, `PMIX_SECURITY_MODE=munge,native`). The
+//!   image's PMIx client maps the server's job data from that directory (gds ds21/ds12) and proves
+//!   who it is with the first security (psec) component it shares with the server. enroot's PMIx
+//!   hook (`hooks/extra/50-slurm-pmi.sh`) bind-mounts the directory into the container and sets
+//!   `PMIX_MCA_psec`/`PMIX_MCA_gds` from the server's lists; without it [`check_task`] sees what the
+//!   rank will miss.
+
+use super::env::Env;
+use crate::argv::ParsedArgv;
+use crate::finding::{clip, CheckKind, Finding, Severity};
+
+/// One installed `mpi_pmix*.so` and the PMIx library it opens (shared with `node.pmix.*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PmixPlugin {
+    /// The plugin file.
+    pub path: String,
+    /// The library file name it opens (`libpmix.so` or `libpmix.so.2`).
+    pub lib_name: String,
+    /// `Ok(path)` of the library found, or `Err(places searched)`.
+    pub lib: Result<String, Vec<String>>,
+}
+
+/// Where srun's MPI type comes from (srun(1), `--mpi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpiSource {
+    /// `--mpi=TYPE`.
+    Option,
+    /// `SLURM_MPI_TYPE` in srun's environment.
+    InputEnv,
+    /// slurm.conf's `MpiDefault`.
+    MpiDefault,
+}
+
+/// The MPI type an srun will load, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpiRequest {
+    /// The type as given (`pmix`, `pmix_v4`…).
+    pub mpi_type: String,
+    /// Where it came from.
+    pub source: MpiSource,
+}
+
+impl MpiRequest {
+    fn label(&self) -> String {
+        let t = clip(&self.mpi_type, 40);
+        match self.source {
+            MpiSource::Option => format!("srun --mpi={t}"),
+            MpiSource::InputEnv => format!("SLURM_MPI_TYPE={t}"),
+            MpiSource::MpiDefault => format!("MpiDefault={t} (slurm.conf)"),
+        }
+    }
+}
+
+/// The pmix type an srun will load, when it loads one: `--mpi`, else `SLURM_MPI_TYPE`, else
+/// `mpi_default` (slurm.conf's `MpiDefault`, `None` when unknown). `None` for another type,
+/// `--mpi=list` (srun only prints the list) or `none`.
+pub fn requested(
+    argv: &ParsedArgv,
+    env: &(impl Env + ?Sized),
+    mpi_default: Option<&str>,
+) -> Option<MpiRequest> {
+    let (t, source) = if let Some(v) = argv.value("mpi") {
+        (v.to_string(), MpiSource::Option)
+    } else if let Some(v) = env.get("SLURM_MPI_TYPE").filter(|v| !v.is_empty()) {
+        (v, MpiSource::InputEnv)
+    } else {
+        (mpi_default?.to_string(), MpiSource::MpiDefault)
+    };
+    let t = t.trim().to_string();
+    t.to_ascii_lowercase()
+        .starts_with("pmix")
+        .then_some(MpiRequest {
+            mpi_type: t,
+            source,
+        })
+}
+
+/// Slurm's MPI plugins where srun runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalMpi {
+    /// PluginDir searched (colon-separated).
+    pub plugin_dir: String,
+    /// Every MPI type offered (`srun --mpi=list`).
+    pub offered: Vec<String>,
+    /// The requested type's plugin and its library, when the plugin is there.
+    pub plugin: Option<PmixPlugin>,
+    /// The package that provides the library here (for the fix).
+    pub lib_package: &'static str,
+}
+
+/// Judges an srun that loads a pmix plugin against this node's plugins: an error when the plugin or
+/// its PMIx library is missing (srun surely stops).
+pub fn check_srun(req: &MpiRequest, local: &LocalMpi) -> Vec<Finding> {
+    let label = req.label();
+    let t = clip(&req.mpi_type, 40);
+    let others_pmix: Vec<&str> = local
+        .offered
+        .iter()
+        .filter(|o| o.starts_with("pmix") && **o != req.mpi_type)
+        .map(String::as_str)
+        .collect();
+    let offered = if local.offered.is_empty() {
+        "none".to_string()
+    } else {
+        clip(&local.offered.join(", "), 80)
+    };
+    let Some(p) = &local.plugin else {
+        let fix = match (others_pmix.first(), req.source) {
+            (Some(o), MpiSource::MpiDefault) => format!("pass --mpi={o} to srun (srun --mpi=list shows what this node offers); admin: set MpiDefault={o} in slurm.conf"),
+            (Some(o), _) => format!("use --mpi={o} (srun --mpi=list shows what this node offers)"),
+            (None, MpiSource::MpiDefault) => "pass --mpi=pmi2 (or --mpi=none) to srun if your MPI can use it; admin: install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node, or set MpiDefault=none".to_string(),
+            (None, _) => "use --mpi=pmi2 (or --mpi=none) if your MPI can use it; admin: install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node".to_string(),
+        };
+        return vec![Finding {
+            check: CheckKind::Pmix,
+            severity: Severity::Error,
+            what: format!(
+                "{label} asks for Slurm's mpi/{t} plugin, which is not in {} (this node offers: {offered})",
+                clip(&local.plugin_dir, 80)
+            ),
+            why: format!("srun stops with 'Invalid MPI type '{t}', --mpi=list for acceptable types' before the job starts"),
+            fix,
+        }];
+    };
+    let Err(searched) = &p.lib else {
+        return vec![];
+    };
+    vec![Finding {
+        check: CheckKind::Pmix,
+        severity: Severity::Error,
+        what: format!(
+            "{label}: Slurm's {} is here but the PMIx library it opens is not (looked for {})",
+            clip(&p.path, 80),
+            clip(&searched.join(", "), 120)
+        ),
+        why: "srun stops with 'pmi/pmix: can not load PMIx library', and slurmstepd does the same on every node without it".into(),
+        fix: format!(
+            "admin: install {} on every node; meanwhile use --mpi=pmi2 if your MPI can use it",
+            local.lib_package
+        ),
+    }]
+}
+
+/// What a task of a container step sees of Slurm's PMIx server (`task_init`, inside the container).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskPmix {
+    /// `PMIX_SERVER_TMPDIR`: the server's directory.
+    pub server_tmpdir: String,
+    /// That directory exists in the task's view.
+    pub tmpdir_visible: bool,
+    /// `PMIX_GDS_MODULE`: the server's data-store components, in its order.
+    pub gds_module: Option<String>,
+    /// `PMIX_MCA_gds`: the client's choice, when the user or a hook set it.
+    pub mca_gds: Option<String>,
+    /// `PMIX_SECURITY_MODE`: the server's security components, in its order.
+    pub security_mode: Option<String>,
+    /// `PMIX_MCA_psec`: the client's choice, when set.
+    pub mca_psec: Option<String>,
+    /// munged's socket, as the node's munge client would reach it.
+    pub munge_socket: String,
+    /// That socket exists in the task's view.
+    pub munge_visible: bool,
+}
+
+/// The first entry of a comma list (`^` exclusions count as no choice).
+fn first(list: &str) -> Option<&str> {
+    let f = list.split(',').next()?.trim();
+    (!f.is_empty() && !f.starts_with('^')).then_some(f)
+}
+
+/// Judges a container task's view of Slurm's PMIx server (see the module's text).
+pub fn check_task(t: &TaskPmix) -> Vec<Finding> {
+    let mut out = vec![];
+    let gds = t.mca_gds.as_deref().or(t.gds_module.as_deref());
+    let shared_memory = gds.and_then(first).is_some_and(|g| g.starts_with("ds"));
+    if !t.tmpdir_visible && shared_memory {
+        out.push(Finding {
+            check: CheckKind::Pmix,
+            severity: Severity::Warning,
+            what: format!(
+                "inside the container the PMIx server's directory PMIX_SERVER_TMPDIR={} is missing",
+                clip(&t.server_tmpdir, 80)
+            ),
+            why: format!(
+                "the rank's PMIx client maps the server's job data from there (gds {}, PMIX_DSTORE_*_BASE_PATH), so PMIx_Init (MPI_Init, a PMIx bootstrap) fails or the ranks cannot find each other",
+                clip(gds.unwrap_or(""), 40)
+            ),
+            fix: "export PMIX_MCA_gds=hash before srun (the client then asks the server over its socket); admin: enable enroot's PMIx hook on every node (copy enroot's hooks/extra/50-slurm-pmi.sh into /etc/enroot/hooks.d: it mounts SlurmdSpoolDir/pmix.JOB.STEP into the container and sets PMIX_MCA_psec/gds/ptl)".into(),
+        });
+    }
+    let psec = t.mca_psec.as_deref().or(t.security_mode.as_deref());
+    if psec.and_then(first) == Some("munge") && !t.munge_visible {
+        let only = psec
+            .map(|p| p.split(',').filter(|m| !m.trim().is_empty()).count() == 1)
+            .unwrap_or(false);
+        out.push(Finding {
+            check: CheckKind::Pmix,
+            severity: if only { Severity::Error } else { Severity::Warning },
+            what: format!(
+                "PMIx security mode {} puts munge first, but munged's socket {} is not inside the container",
+                clip(psec.unwrap_or(""), 40),
+                clip(&t.munge_socket, 60)
+            ),
+            why: if only {
+                "munge is the only component the server takes, and the rank's PMIx cannot get a munge credential without munged's socket: PMIx_Init fails on every rank ('PMIX ERROR: … psec')".into()
+            } else {
+                "an image PMIx built with munge picks munge, cannot get a credential without munged's socket, and PMIx_Init fails on every rank ('PMIX ERROR: … psec')".into()
+            },
+            fix: if only {
+                "admin: mount munged's socket directory into containers (an enroot mount of /run/munge in /etc/enroot/mounts.d) or let Slurm's PMIx offer native too".into()
+            } else {
+                "export PMIX_MCA_psec=native before srun (Slurm's PMIx server offers native too); admin: enable enroot's PMIx hook (hooks/extra/50-slurm-pmi.sh)".into()
+            },
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::argv::{parse, Tool};
+
+    fn req(argv: &[&str], env: &[(&str, &str)], default: Option<&str>) -> Option<MpiRequest> {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        requested(&parse(Tool::Srun, &argv), env, default)
+    }
+
+    #[test]
+    fn the_type_follows_srun_precedence() {
+        let r = |a: &[&str], e: &[(&str, &str)], d| req(a, e, d).map(|r| (r.mpi_type, r.source));
+        assert_eq!(
+            r(
+                &["srun", "--mpi=pmix", "x"],
+                &[("SLURM_MPI_TYPE", "pmi2")],
+                None
+            ),
+            Some(("pmix".into(), MpiSource::Option))
+        );
+        assert_eq!(
+            r(&["srun", "--mpi", "pmix_v5", "x"], &[], None),
+            Some(("pmix_v5".into(), MpiSource::Option))
+        );
+        assert_eq!(r(&["srun", "--mpi=pmi2", "x"], &[], Some("pmix")), None);
+        assert_eq!(r(&["srun", "--mpi=list"], &[], None), None);
+        assert_eq!(
+            r(&["srun", "x"], &[("SLURM_MPI_TYPE", "pmix")], Some("none")),
+            Some(("pmix".into(), MpiSource::InputEnv))
+        );
+        assert_eq!(
+            r(&["srun", "x"], &[], Some("pmix_v4")),
+            Some(("pmix_v4".into(), MpiSource::MpiDefault))
+        );
+        assert_eq!(r(&["srun", "x"], &[], Some("none")), None);
+        assert_eq!(r(&["srun", "x"], &[], None), None);
+    }
+
+    fn local(offered: &[&str], plugin: Option<Result<String, Vec<String>>>) -> LocalMpi {
+        LocalMpi {
+            plugin_dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm".into(),
+            offered: offered.iter().map(|s| s.to_string()).collect(),
+            plugin: plugin.map(|lib| PmixPlugin {
+                path: "/usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so".into(),
+                lib_name: "libpmix.so.2".into(),
+                lib,
+            }),
+            lib_package: "libpmix2",
+        }
+    }
+
+    #[test]
+    fn a_missing_plugin_is_an_error_with_what_the_node_offers() {
+        let r = req(&["srun", "--mpi=pmix", "x"], &[], None).unwrap();
+        let f = check_srun(&r, &local(&["cray_shasta", "none", "pmi2"], None));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.pmix: srun --mpi=pmix asks for Slurm's mpi/pmix plugin, which is not in \
+             /usr/lib/x86_64-linux-gnu/slurm-wlm (this node offers: cray_shasta, none, pmi2); srun stops with \
+             'Invalid MPI type 'pmix', --mpi=list for acceptable types' before the job starts; use --mpi=pmi2 \
+             (or --mpi=none) if your MPI can use it; admin: install Slurm's pmix plugin (Debian: \
+             slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node"
+        );
+        // another pmix version is offered: name it
+        let r = req(&["srun", "--mpi=pmix_v5", "x"], &[], None).unwrap();
+        let f = check_srun(&r, &local(&["none", "pmix", "pmix_v4"], None));
+        assert!(f[0].fix.starts_with("use --mpi=pmix "), "{}", f[0].fix);
+        let r = req(&["srun", "x"], &[], Some("pmix_v5")).unwrap();
+        let f = check_srun(&r, &local(&["none", "pmix_v4"], None));
+        assert!(
+            f[0].what
+                .starts_with("MpiDefault=pmix_v5 (slurm.conf) asks"),
+            "{}",
+            f[0].what
+        );
+        assert!(f[0].fix.contains("MpiDefault=pmix_v4"), "{}", f[0].fix);
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_and_a_present_one_is_silent() {
+        let r = req(&["srun", "--mpi=pmix", "x"], &[], None).unwrap();
+        let f = check_srun(
+            &r,
+            &local(
+                &["pmix", "pmix_v5"],
+                Some(Err(vec![
+                    "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so.2".into(),
+                ])),
+            ),
+        );
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0]
+            .what
+            .contains("looked for /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so.2"));
+        assert!(f[0].why.contains("can not load PMIx library"));
+        assert!(f[0].fix.contains("libpmix2"));
+        let ok = local(&["pmix", "pmix_v5"], Some(Ok("/x/libpmix.so.2".into())));
+        assert!(check_srun(&r, &ok).is_empty());
+    }
+
+    fn task() -> TaskPmix {
+        TaskPmix {
+            server_tmpdir: "/var/spool/slurmd/pmix.2410.0/".into(),
+            tmpdir_visible: true,
+            gds_module: Some("ds21,ds12,hash".into()),
+            mca_gds: None,
+            security_mode: Some("munge,native".into()),
+            mca_psec: None,
+            munge_socket: "/run/munge/munge.socket.2".into(),
+            munge_visible: true,
+        }
+    }
+
+    #[test]
+    fn a_container_without_the_servers_directory_or_munge_is_named() {
+        assert!(check_task(&task()).is_empty());
+        let t = TaskPmix {
+            tmpdir_visible: false,
+            munge_visible: false,
+            ..task()
+        };
+        let f = check_task(&t);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.severity == Severity::Warning));
+        assert!(f[0]
+            .what
+            .contains("PMIX_SERVER_TMPDIR=/var/spool/slurmd/pmix.2410.0/"));
+        assert!(f[0].fix.starts_with("export PMIX_MCA_gds=hash"));
+        assert!(f[1].fix.starts_with("export PMIX_MCA_psec=native"));
+        // what the user (or enroot's hook) chose is what counts
+        let t2 = TaskPmix {
+            mca_gds: Some("hash".into()),
+            mca_psec: Some("native".into()),
+            ..t.clone()
+        };
+        assert!(check_task(&t2).is_empty());
+        // a server that takes munge only: no way around it
+        let t3 = TaskPmix {
+            security_mode: Some("munge".into()),
+            ..t
+        };
+        let f = check_task(&t3);
+        assert_eq!(f[1].severity, Severity::Error);
+    }
+}

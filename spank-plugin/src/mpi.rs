@@ -1,0 +1,54 @@
+//! Slurm's MPI plugins as srun will load them (`launch.pmix`, srun side): slurm.conf's `PluginDir`
+//! and `MpiDefault` (the file `SLURM_CONF` names, else `/etc/slurm/slurm.conf`; none in configless
+//! mode, where only `--mpi` and `SLURM_MPI_TYPE` are judged), the `mpi_<type>.so` files there and the
+//! PMIx library the requested pmix plugin opens. Read only for an srun that may load a pmix plugin.
+
+use crate::gather::read_small;
+use launchguard_core::checks::pmix::{LocalMpi, MpiRequest};
+use launchguard_core::host::mpi;
+use launchguard_core::node::pmix::PmixPlugin;
+use launchguard_core::slurm_conf::{self, SlurmConf};
+use std::path::Path;
+
+/// slurm.conf as srun reads it, without its `Include`d files (PluginDir and MpiDefault live in
+/// the main file on the sites we know; an included value is simply not seen). At most 4 MiB.
+pub fn slurm_conf() -> Option<SlurmConf> {
+    let path = std::env::var("SLURM_CONF").unwrap_or_else(|_| "/etc/slurm/slurm.conf".into());
+    let text = read_small(Path::new(&path), 4 << 20)?;
+    let mut no_include = |_: &str| -> Result<Vec<(String, String)>, String> {
+        Err("not read by srun's check".into())
+    };
+    Some(slurm_conf::parse(&text, &path, &mut no_include))
+}
+
+/// The plugins where srun runs, and the requested type's plugin with its library.
+pub fn local(req: &MpiRequest, conf: Option<&SlurmConf>) -> LocalMpi {
+    let dirs = mpi::plugin_dirs(conf.and_then(|c| c.get("PluginDir")));
+    let all = mpi::list(&dirs);
+    let plugin = all.iter().find(|p| p.mpi_type == req.mpi_type).map(|p| {
+        let strings = mpi::scan_plugin(&p.path);
+        PmixPlugin {
+            path: p.path.display().to_string(),
+            lib: mpi::find_lib(Path::new("/etc"), &strings),
+            lib_name: strings.lib,
+        }
+    });
+    let lib = plugin
+        .as_ref()
+        .map_or(mpi::DEFAULT_LIB, |p| p.lib_name.as_str());
+    let mut offered: Vec<String> = all.into_iter().map(|p| p.mpi_type).collect();
+    // srun takes --mpi=none without a plugin file on 26.05 (built in), as --mpi=list shows.
+    if !offered.is_empty() && !offered.iter().any(|t| t == "none") {
+        offered.push("none".into());
+    }
+    LocalMpi {
+        plugin_dir: dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":"),
+        lib_package: mpi::lib_package(Path::new("/etc"), lib),
+        offered,
+        plugin,
+    }
+}
