@@ -1003,7 +1003,7 @@ fn an_enroot_path_users_cannot_reach_is_critical() {
     let m = message_of(&rep, "node.enroot.storage");
     assert!(
         m.contains(&format!(
-            "users cannot pass '{}' (mode 0700)",
+            "users cannot pass '{}' (mode 0700, owned by uid 0)",
             hidden.display()
         )) && m.contains(&format!("chmod o+x '{}'", hidden.display())),
         "{m}"

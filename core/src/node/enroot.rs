@@ -113,10 +113,10 @@ pub struct Storage {
     pub controlled_by: Option<String>,
     /// The first directory from `/` to the fixed part (or its deepest existing parent) that a user
     /// who is neither its owner nor in its group cannot pass (no search bit for others), with its
-    /// mode: every non-root user's enroot then fails there with 'Permission denied', whatever the
-    /// directory below allows (the user's seat, as `node.munge.socket_dir_access` judges munged's
-    /// socket).
-    pub unsearchable: Option<(String, u32)>,
+    /// mode and owner uid: every non-root user's enroot then fails there with 'Permission denied',
+    /// whatever the directory below allows (the user's seat, as `node.munge.socket_dir_access`
+    /// judges munged's socket).
+    pub unsearchable: Option<(String, u32, u32)>,
 }
 
 /// enroot's NVIDIA hook on this node.
@@ -194,11 +194,11 @@ fn storage_problems(s: &Storage) -> Vec<(Status, String)> {
     };
     let (anc, anc_state) = (&s.ancestor.0, s.ancestor.1);
     let shared = !per_user(&s.path);
-    if let Some((dir, mode)) = &s.unsearchable {
+    if let Some((dir, mode, uid)) = &s.unsearchable {
         out.push((
             Status::Critical,
             format!(
-                "{} {}: users cannot pass {} (mode {mode:04o}) on its way, so every non-root user's container import fails with 'Permission denied' (chmod o+x {})",
+                "{} {}: users cannot pass {} (mode {mode:04o}, owned by uid {uid}) on its way, so every non-root user's container import fails with 'Permission denied' (chmod o+x {})",
                 s.key,
                 quote(&s.path),
                 quote(dir),

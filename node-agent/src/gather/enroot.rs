@@ -103,7 +103,7 @@ fn storage(key: &str, path: &str) -> Option<Storage> {
         chain
             .iter()
             .find(|l| l.mode & 0o001 == 0)
-            .map(|l| (l.path.clone(), l.mode))
+            .map(|l| (l.path.clone(), l.mode, l.uid))
     };
     let mut unsearchable = None;
     let (base, anc, controlled_by) = match nofollow::walk_dir(Path::new(&fixed)) {
