@@ -284,18 +284,28 @@ heal_node() { # node n
 # its output stayed empty, and the NCCL sweep test named a healthy pair failed). The namespace
 # selects the processes exactly (`ip netns pids`), no name is matched.
 end_node_processes() {
-  local ns pids i
+  local ns pids i all=() p
   for ns in /var/run/netns/lgmn*; do
     [ -e "$ns" ] || continue
     pids=$(ip netns pids "${ns##*/}" 2>/dev/null || true)
     [ -n "$pids" ] || continue
+    all+=($pids)
     kill $pids 2>/dev/null || true
     for i in $(seq 50); do
       pids=$(ip netns pids "${ns##*/}" 2>/dev/null || true)
       [ -n "$pids" ] || break
+      all+=($pids)
       sleep 0.1
     done
     [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+  done
+  # A process leaves the namespace list as it starts to exit: wait (up to 5 s) until each is gone
+  # or a zombie, so none is still running when the next cluster starts.
+  for p in "${all[@]}"; do
+    for i in $(seq 50); do
+      case "$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$p/stat" 2>/dev/null)" in ""|Z|X|x) break ;; esac
+      sleep 0.1
+    done
   done
   return 0
 }

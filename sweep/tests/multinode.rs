@@ -1276,16 +1276,17 @@ fn netns_procs(node: &str, comm: &str) -> Vec<(String, String)> {
 }
 
 /// A process's start time (/proc/PID/stat field 22, counted after the command's closing
-/// parenthesis); None once it is gone.
+/// parenthesis); None once it is gone or exiting: a zombie (state Z/X) or a process that has
+/// already left its namespaces (no /proc/PID/ns/net) holds no step and can signal nothing, and
+/// its parent (not Slurm's) reaps it when it will.
 fn start_time(pid: &str) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(
-        stat.rsplit_once(')')?
-            .1
-            .split_whitespace()
-            .nth(19)?
-            .to_string(),
-    )
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    std::fs::read_link(format!("/proc/{pid}/ns/net")).ok()?;
+    Some(fields.nth(18)?.to_string())
 }
 
 /// A cluster (re)started by `multinode.sh up` keeps nothing of the one before: a slurmstepd whose
@@ -1332,9 +1333,20 @@ fn a_restarted_cluster_keeps_no_step_and_no_job_id_of_the_last_one() {
         .iter()
         .filter(|(pid, start)| start_time(pid).as_ref() == Some(start))
         .collect();
+    let states: Vec<String> = left
+        .iter()
+        .map(|(pid, _)| {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+            format!(
+                "{pid}: {} net {ns:?}",
+                st.lines().take(3).collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect();
     assert!(
         left.is_empty(),
-        "the last cluster's slurmstepd lives on: {left:?}"
+        "the last cluster's slurmstepd lives on: {states:?}"
     );
     let o = Command::new("srun")
         .args(["-N1", "-w", "lgn1", "sh", "-c", "echo $SLURM_JOB_ID"])
