@@ -274,8 +274,8 @@ sys.exit(1 if diff or miss or not a else 0)
 }
 check "in the unit's sandbox ($(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT"), no_new_privs, its file system settings) launchguard check judges the node as root does (verdicts and facts)" \
   compare "$WORK/check-root.json" "$WORK/check-sandbox.json"
-check "… and on enroot paths under /tmp parents of uid 1002 (0700), a 0600 enroot.conf and a read-only mount: node.enroot.storage is root's WARNING there too" \
-  compare "$WORK/check-root-state.json" "$WORK/check-sandbox-state.json" node.enroot.storage warning node.enroot.run_dir ok
+check "… and on enroot paths under /tmp parents of uid 1002 (0700), a 0600 enroot.conf and a read-only mount: node.enroot.storage is root's CRITICAL there too (users cannot pass the 0700 parents)" \
+  compare "$WORK/check-root-state.json" "$WORK/check-sandbox-state.json" node.enroot.storage critical node.enroot.run_dir ok
 
 echo "test-package: 5. removal" >&2
 rm -f "$DROPIN"

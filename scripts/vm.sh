@@ -184,6 +184,8 @@ EOF
 # The guest's configuration, written into the rootfs (idempotent; re-run when this function changes).
 configure_rootfs() {
   local R=$1
+  # Every path below is "$R/…": an empty or / root would rewrite this host's own files.
+  case "$R" in ""|/) die "configure_rootfs: '$R' is not a rootfs directory" ;; esac
   echo gpunode1 >"$R/etc/hostname"
   printf '127.0.0.1 localhost\n127.0.1.1 gpunode1\n' >"$R/etc/hosts"
   printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' >"$R/etc/fstab"
