@@ -231,8 +231,8 @@ check "restart while sruns run: the agent restarted and no srun failed" \
 stage "3. sandbox"
 # Issue 28's state, where the agent's sandbox and root could disagree: enroot's data and cache paths
 # under /tmp parents of another user (uid 1002) with mode 0700, in an enroot.conf only root reads
-# (0600), named by the agent's config for this stage (root's WARNING node.enroot.storage; a private
-# /tmp showed the agent an empty one).
+# (0600), named by the agent's config for this stage (root's CRITICAL node.enroot.storage: users
+# cannot pass those 0700 parents; a private /tmp showed the agent an empty one).
 N install -d -m 0755 /tmp/lg-issue28
 N install -d -m 0700 -o 1002 /tmp/lg-issue28/enroot-data /tmp/lg-issue28/enroot-cache
 # shellcheck disable=SC2016 # enroot expands $(id -u)
@@ -259,8 +259,8 @@ def view(r):
     return {**{c["id"]: c["status"] for c in r["checks"]}, **r.get("facts", {}),
             **{"message of " + c["id"]: c["message"] for c in r["checks"] if c["id"].startswith("node.enroot.")}}
 a, b = view(root), view(agent)
-if a.get("node.enroot.storage") != "warning":
-    print("root's node.enroot.storage is %r, not 'warning': the state did not take" % a.get("node.enroot.storage"))
+if a.get("node.enroot.storage") != "critical":
+    print("root's node.enroot.storage is %r, not 'critical': the state did not take" % a.get("node.enroot.storage"))
     sys.exit(1)
 fams = sorted({k.split(".")[1] for k in a if k.startswith("node.")})
 diff = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
