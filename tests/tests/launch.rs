@@ -1318,16 +1318,37 @@ fn an_srun_through_a_missing_pmix_plugin_or_library_is_named() {
     if missing == "pmix" {
         return;
     }
+    // Where this cluster keeps the PMIx library Slurm's plugin opens (by architecture).
+    let has_lib = |d: &&str| {
+        std::fs::read_dir(launchguard_tests::host_path(d))
+            .map(|rd| {
+                rd.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("libpmix.so"))
+            })
+            .unwrap_or(false)
+    };
+    let Some(libdir) = [
+        "/usr/lib/x86_64-linux-gnu/pmix2/lib",
+        "/usr/lib/aarch64-linux-gnu/pmix2/lib",
+    ]
+    .into_iter()
+    .find(|d| has_lib(d)) else {
+        // Slurm's pmix plugin without its PMIx library (the emulated arm64 node): the real case.
+        let r = srun(As::User, &["--mpi=pmix", "-n1", "true"]);
+        assert_ne!(r.code, 0, "{r:#?}");
+        assert!(
+            r.findings().iter().any(|l| l
+                .starts_with("launchguard: launch.pmix: srun --mpi=pmix: Slurm's ")
+                && l.contains("is here but the PMIx library it opens is not")),
+            "{r:#?}"
+        );
+        return;
+    };
     // A healthy pmix step: it runs, nothing said.
     let r = srun(As::User, &["--mpi=pmix", "-n2", "printenv", "PMIX_RANK"]);
     assert_eq!(r.code, 0, "{r:#?}");
     assert_silent(&r);
     // The PMIx library hidden from srun (a private mount namespace): Slurm's own words and ours.
-    let libdir = "/usr/lib/x86_64-linux-gnu/pmix2/lib";
-    assert!(
-        std::path::Path::new(&launchguard_tests::host_path(libdir)).is_dir(),
-        "{libdir} is missing on this cluster"
-    );
     // The namespace is made outside the chroot (its root is no mount point, so unshare cannot
     // make it private from inside); the tmpfs covers the chroot's directory.
     let rootfs = launchguard_tests::rootfs();
