@@ -216,9 +216,7 @@ pub fn explain(msg: &str) -> Option<&'static WarnRule> {
     if !msg.starts_with(PREFIX) {
         return None;
     }
-    RULES
-        .iter()
-        .find(|r| r.any.iter().any(|n| msg.contains(n)) && !r.none.iter().any(|n| msg.contains(n)))
+    crate::warn_rules::first_match(RULES, msg)
 }
 
 #[cfg(test)]

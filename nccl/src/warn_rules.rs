@@ -652,7 +652,13 @@ pub fn is_follow_on(msg: &str) -> bool {
 
 /// The first rule that explains the WARN message `msg`.
 pub fn explain(msg: &str) -> Option<&'static WarnRule> {
-    RULES
+    first_match(RULES, msg)
+}
+
+/// The first rule of `rules` one of whose `any` fragments `msg` holds and none of whose `none`
+/// fragments it does (the matching every WARN table uses).
+pub(crate) fn first_match(rules: &'static [WarnRule], msg: &str) -> Option<&'static WarnRule> {
+    rules
         .iter()
         .find(|r| r.any.iter().any(|n| msg.contains(n)) && !r.none.iter().any(|n| msg.contains(n)))
 }
