@@ -22,6 +22,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/slurm-conf.sh"
 . "$(dirname "$0")/lib/apt.sh"
+. "$(dirname "$0")/lib/pidfile.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${LG_NODE_ROOTFS:-/srv/lg-node}
 RUN=/run/lg-node
@@ -108,7 +109,7 @@ CONF
   mkdir -p "$R/var/spool/slurmd" "$R/var/spool/slurmctld" "$R/var/log/slurm"
 }
 
-nspawn_pid() { [ -s "$RUN/nspawn.pid" ] && kill -0 "$(cat "$RUN/nspawn.pid")" 2>/dev/null && cat "$RUN/nspawn.pid"; }
+nspawn_pid() { pidfile_pid "$RUN/nspawn.pid"; }
 
 # The container's PID 1: the child of systemd-nspawn whose pid in its own namespace is 1.
 leader() {

@@ -46,6 +46,7 @@
 # rootfs /srv/lg-vm/rootfs-sid; /run/lg-vm/sid for its QEMU.
 set -euo pipefail
 . "$(dirname "$0")/lib/apt.sh"
+. "$(dirname "$0")/lib/pidfile.sh"
 # LG_VM_RELEASE: trixie (Debian 13, Slurm 24.11; the default) or sid (Debian unstable: Slurm 26.05,
 # its own newer kernel and systemd). LG_VM_CACHE: where the rootfs and disk images live (/srv/lg-vm).
 SUITE=${LG_VM_RELEASE:-trixie}
@@ -342,7 +343,7 @@ rootfs() {
   fi
 }
 
-qemu_pid() { [ -s "$RUN/qemu.pid" ] && kill -0 "$(cat "$RUN/qemu.pid")" 2>/dev/null && cat "$RUN/qemu.pid"; }
+qemu_pid() { pidfile_pid "$RUN/qemu.pid"; }
 
 # boot_state: "BOOT_ID STATE" the guest's channel wrote after its last boot, or nothing.
 boot_state() { cat "$SHARE/boot" 2>/dev/null || true; }

@@ -23,8 +23,9 @@ stage() {
   echo "test: $1 (at ${SECONDS} s)" >&2
 }
 
-# pid_alive_file FILE: the pid in FILE is a live process.
-_alive() { [ -s "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
+. "$TESTLIB_DIR/pidfile.sh"
+# _alive FILE: FILE names a live process that is FILE's (pidfile.sh: not a reused pid).
+_alive() { pid_alive "$1"; }
 
 left_running() {
   local any=0
