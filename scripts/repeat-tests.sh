@@ -8,7 +8,10 @@
 #   -l LOAD   stress-ng CPU workers beside each run (default: one per core; 0 = no extra load;
 #             stress-ng is installed with apt-get if missing)
 #   PACKAGE:TEST  e.g. launchguard-sweep:multinode (default: every binary under tests/tests,
-#             node-agent/tests, sweep/tests, nccl/tests and core/tests)
+#             node-agent/tests, sweep/tests, nccl/tests and core/tests); PACKAGE:lib runs the
+#             package's unit tests (`--lib`; launchguard's include tests against the host cluster)
+#   LG_CLUSTER=trixie|sid   the launch tests (launchguard-tests) run on that chroot cluster, under
+#             its lock, as scripts/test.sh runs them
 #
 # Each run is `cargo test --release -p PACKAGE --test TEST` with LG_SLURM_TESTS=1 (the cluster
 # tests compiled in), under `flock -o` of the lock of the cluster it uses (the host cluster's, the
@@ -27,7 +30,7 @@ while getopts "n:l:h" o; do
   case $o in
     n) RUNS=$OPTARG ;;
     l) LOAD=$OPTARG ;;
-    *) sed -n '2,19p' "$0"; exit 2 ;;
+    *) sed -n '2,22p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -71,10 +74,12 @@ for b in "${binaries[@]}"; do
     # The cluster the binary uses, locked as every user of it does (pure binaries take none).
     case "$pkg:$test" in
       *:multinode) lock=(flock -o /tmp/lg-cluster-multinode.lock) ;;
+      launchguard-tests:*) lock=(flock -o "/tmp/lg-cluster-${LG_CLUSTER:-host}.lock") ;;
       launchguard-nccl:*|launchguard-core:*) lock=() ;;
       *) lock=(flock -o /tmp/lg-cluster-host.lock) ;;
     esac
-    if "${lock[@]}" cargo test --release -q -p "$pkg" --test "$test" >"$log" 2>&1; then
+    if [ "$test" = lib ]; then what=(--lib); else what=(--test "$test"); fi
+    if "${lock[@]}" cargo test --release -q -p "$pkg" "${what[@]}" >"$log" 2>&1; then
       passed[$b]=$((passed[$b] + 1))
       echo "repeat-tests: $b run $run/$RUNS ok ($(( $(date +%s) - start )) s, $(grep -o '[0-9]* passed' "$log" | awk '{s+=$1} END {print s+0}') tests)"
       rm -f "$log"
