@@ -27,6 +27,9 @@ const BEFORE_DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
 const IMAGE: &str = "/var/lib/launchguard-test/busybox.sqsh";
 /// The same image with `NCCL_NET=IB` in its /etc/environment (enroot reads it like an image's ENV).
 const NCCL_IMAGE: &str = "/var/lib/launchguard-test/busybox-nccl.sqsh";
+/// The busybox image with a PMIx client (`tests/pmix-client/lgtest_pmix.c`: PMIx_Init, the job size,
+/// a fence) and the node's OpenPMIx libraries: `scripts/pyxis.sh image-pmix`.
+const PMIX_IMAGE: &str = "/var/lib/launchguard-test/busybox-pmix.sqsh";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Order {
@@ -51,6 +54,18 @@ fn require_pyxis() {
              scripts/pyxis.sh image and scripts/pyxis.sh image {NCCL_IMAGE} NCCL_NET=IB"
         );
     }
+}
+
+/// Builds the PMIx image (`scripts/pyxis.sh image-pmix`): its client is compiled against this node's
+/// libpmix-dev, so it is built by the test that runs it rather than kept from an older install.
+fn pmix_image() {
+    let script = launchguard_tests::repo_root().join("scripts/pyxis.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .args(["image-pmix", PMIX_IMAGE])
+        .output()
+        .unwrap_or_else(|e| panic!("bash {} image-pmix: {e}", script.display()));
+    assert!(out.status.success(), "scripts/pyxis.sh image-pmix: {out:?}");
 }
 
 /// Lists Pyxis and launchguard (with `args`) in `order`; undone on drop.
@@ -362,4 +377,135 @@ fn real_pyxis_in_both_orders() {
         assert!(!r.stdout.contains("ran"), "{r:#?}");
     }
     let _ = std::fs::remove_dir_all("/run/enroot");
+}
+
+/// `srun --mpi=pmix` into a Pyxis container without enroot's PMIx hook (`50-slurm-pmi.sh` is not in
+/// /etc/enroot/hooks.d, as after a plain enroot install): the task has Slurm's `PMIX_*` variables but
+/// neither the server's directory (`PMIX_SERVER_TMPDIR`) nor munged's socket. Measured with the
+/// image's OpenPMIx (the node's 4.2): with the server's lists (`gds ds21,ds12,hash`, `psec
+/// munge,native`) every rank prints a `gds_ds12_lock_pthread.c` PMIX ERROR line and starts (gds falls
+/// back to hash, psec skips munge for native); a client limited to munge or to the shared-memory
+/// stores fails PMIx_Init on every rank. launchguard, listed after Pyxis, says which of the two the
+/// user has, and its fixes work.
+#[test]
+#[cfg_attr(
+    not(lg_pyxis),
+    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+)]
+fn real_pmix_in_a_container() {
+    require_pyxis();
+    let _g = lock();
+    pmix_image();
+    let image = format!("--container-image={PMIX_IMAGE}");
+    let pmix = |env: &[(&str, &str)], extra: &[&str], what: &str| {
+        let mut argv = vec!["srun", "-n", "2", "-c", "1", "--mpi=pmix"];
+        argv.extend_from_slice(extra);
+        argv.extend_from_slice(&[image.as_str(), "lgtest_pmix"]);
+        user(Order::After, what, env, &argv).0
+    };
+    let started = |r: &Run| {
+        r.code == 0
+            && r.stdout.contains("lgtest_pmix: rank 0 of 2: fence ok")
+            && r.stdout.contains("lgtest_pmix: rank 1 of 2: fence ok")
+    };
+    {
+        let _s = Stack::new(Order::After, "mode=enforce gpu_steps_only=no");
+        // 1. The server's own lists: the ranks start; one line says why PMIx printed its error lines.
+        let r = pmix(
+            &[],
+            &[],
+            "--mpi=pmix, no enroot PMIx hook, the server's lists",
+        );
+        assert!(started(&r), "{r:#?}");
+        assert!(r.stderr.contains("gds_ds12_lock_pthread.c"), "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: inside the container the PMIx server's directory PMIX_SERVER_TMPDIR=/var/spool/slurmd/pmix."),
+            "{r:#?}"
+        );
+        assert!(f[0].contains("the ranks still start"), "{r:#?}");
+        assert!(f[0].contains("export PMIX_MCA_gds=hash"), "{r:#?}");
+        // its fix: no PMIX ERROR line, no launchguard line
+        let r = pmix(
+            &[("PMIX_MCA_gds", "hash")],
+            &[],
+            "the fix: PMIX_MCA_gds=hash",
+        );
+        assert!(started(&r), "{r:#?}");
+        assert!(!r.stderr.contains("PMIX ERROR"), "{r:#?}");
+        assert!(r.findings().is_empty(), "{r:#?}");
+
+        // 2. The user limited psec to munge: the launch is stopped with the fix.
+        let r = pmix(
+            &[("PMIX_MCA_psec", "munge"), ("PMIX_MCA_gds", "hash")],
+            &[],
+            "PMIX_MCA_psec=munge",
+        );
+        assert_eq!(r.code, 1, "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: PMIX_MCA_psec=munge leaves the rank's PMIx only munge, but munged's socket /run/munge/munge.socket.2 is not inside the container"),
+            "{r:#?}"
+        );
+        assert!(f[0].contains("unset PMIX_MCA_psec"), "{r:#?}");
+        assert!(f[0].contains("--container-mounts=/run/munge"), "{r:#?}");
+        assert!(r.stderr.contains("this launch was stopped"), "{r:#?}");
+        // both fixes work
+        let r = pmix(
+            &[("PMIX_MCA_psec", "munge"), ("PMIX_MCA_gds", "hash")],
+            &["--container-mounts=/run/munge"],
+            "the fix: --container-mounts=/run/munge",
+        );
+        assert!(started(&r) && r.findings().is_empty(), "{r:#?}");
+        let r = pmix(
+            &[("PMIX_MCA_psec", "native"), ("PMIX_MCA_gds", "hash")],
+            &[],
+            "the fix: PMIX_MCA_psec=native",
+        );
+        assert!(started(&r) && r.findings().is_empty(), "{r:#?}");
+
+        // 3. The user limited gds to the shared-memory store: stopped, with the fix.
+        let r = pmix(&[("PMIX_MCA_gds", "ds12")], &[], "PMIX_MCA_gds=ds12");
+        assert_eq!(r.code, 1, "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: inside the container the PMIx server's directory PMIX_SERVER_TMPDIR="),
+            "{r:#?}"
+        );
+        assert!(
+            f[0].contains("PMIX_MCA_gds=ds12 leaves no other store"),
+            "{r:#?}"
+        );
+        assert!(f[0].contains("PMIX_MCA_gds=hash"), "{r:#?}");
+    }
+    // What the errors say is what PMIx does: with launchguard in warn mode the launches run and fail
+    // the way its lines said.
+    let _s = Stack::new(Order::After, "mode=warn gpu_steps_only=no");
+    let r = pmix(
+        &[("PMIX_MCA_psec", "munge"), ("PMIX_MCA_gds", "hash")],
+        &[],
+        "PMIX_MCA_psec=munge, warn mode",
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(
+        r.stderr
+            .contains("unable to find any usable plugins for the PSEC framework"),
+        "{r:#?}"
+    );
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+    let r = pmix(
+        &[("PMIX_MCA_gds", "ds12")],
+        &[],
+        "PMIX_MCA_gds=ds12, warn mode",
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(
+        r.stderr
+            .contains("unable to find any usable plugins for the GDS framework"),
+        "{r:#?}"
+    );
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
 }
