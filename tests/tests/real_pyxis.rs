@@ -315,7 +315,9 @@ fn real_pyxis_in_both_orders() {
             r.findings(),
             vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so your HF_HOME, NCCL_DEBUG stay behind \
                   (2 of yours set here); the container image supplies PATH and the step starts, but the program runs with the \
-                  image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL"],
+                  image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL \
+                  --container-env=HF_HOME,NCCL_DEBUG (Pyxis keeps the image's value of a variable it also sets unless \
+                  --container-env names it)"],
             "{r:#?}"
         );
 
@@ -508,4 +510,153 @@ fn real_pmix_in_a_container() {
         "{r:#?}"
     );
     assert_eq!(r.findings().len(), 1, "{r:#?}");
+}
+
+/// `--export` without `ALL` on a container step, as Pyxis and enroot build the task's environment:
+/// the user's own variables stay behind whether or not any was named, the image's PATH starts the
+/// step, and a variable the image also sets keeps the image's value even with `--export=ALL`; Pyxis's
+/// `--container-env` is what keeps the user's. The srun line names the variables and gives the fix
+/// that brings them all back; the same inside `sbatch --export=NONE` (srun inherits
+/// `SLURM_EXPORT_ENV=NONE`), where the line goes to the job's output.
+#[test]
+#[cfg_attr(
+    not(lg_pyxis),
+    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+)]
+fn real_export_none_in_a_container() {
+    require_pyxis();
+    let _g = lock();
+    let _s = Stack::new(Order::After, "mode=enforce gpu_steps_only=no");
+    let image = format!("--container-image={NCCL_IMAGE}");
+    let show = "echo NCCL_NET=${NCCL_NET:-unset} FI_PROVIDER=${FI_PROVIDER:-unset}";
+    let mine = [("NCCL_NET", "Socket"), ("FI_PROVIDER", "efa")];
+    let step = |what: &str, export: &[&str]| {
+        let mut argv = vec!["srun", "-c", "2"];
+        argv.extend_from_slice(export);
+        argv.extend_from_slice(&[image.as_str(), "sh", "-c", show]);
+        user(Order::After, what, &mine, &argv).0
+    };
+
+    // 1. --export=NONE: neither variable reaches the task; the image's NCCL_NET does.
+    let r = step(
+        "--export=NONE, NCCL_NET and FI_PROVIDER set",
+        &["--export=NONE"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_NET=IB FI_PROVIDER=unset\n"),
+        "{r:#?}"
+    );
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so your FI_PROVIDER, NCCL_NET stay behind \
+              (2 of yours set here); the container image supplies PATH and the step starts, but the program runs with the \
+              image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL \
+              --container-env=FI_PROVIDER,NCCL_NET (Pyxis keeps the image's value of a variable it also sets unless \
+              --container-env names it)"],
+        "{r:#?}"
+    );
+    // 2. --export=ALL alone: FI_PROVIDER comes back, NCCL_NET stays the image's.
+    let r = step("--export=ALL alone", &["--export=ALL"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_NET=IB FI_PROVIDER=efa\n"),
+        "{r:#?}"
+    );
+    // 3. The fix as printed: both are the user's.
+    let r = step(
+        "the fix: --export=ALL --container-env=FI_PROVIDER,NCCL_NET",
+        &["--export=ALL", "--container-env=FI_PROVIDER,NCCL_NET"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_NET=Socket FI_PROVIDER=efa\n"),
+        "{r:#?}"
+    );
+    assert!(r.findings().is_empty(), "{r:#?}");
+    // 4. One variable, named in nothing: the line is about it alone.
+    let r = user(
+        Order::After,
+        "--export=HOME, only NCCL_DEBUG set",
+        &[("NCCL_DEBUG", "INFO")],
+        &[
+            "srun",
+            "-c",
+            "2",
+            "--export=HOME",
+            &format!("--container-image={IMAGE}"),
+            "sh",
+            "-c",
+            "echo NCCL_DEBUG=${NCCL_DEBUG:-unset}",
+        ],
+    )
+    .0;
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_DEBUG=unset\n"),
+        "{r:#?}"
+    );
+    let f = r.findings();
+    assert_eq!(f.len(), 1, "{r:#?}");
+    assert!(
+        f[0].contains("so your NCCL_DEBUG stays behind (1 of yours set here)"),
+        "{r:#?}"
+    );
+    assert!(
+        f[0].contains("use --export=ALL,HOME --container-env=NCCL_DEBUG"),
+        "{r:#?}"
+    );
+
+    // 5. sbatch --export=NONE: the script's own exports stay behind its container sruns.
+    let script = format!("{SCRATCH}/pyxis-export-none.sh");
+    let out = format!("{SCRATCH}/pyxis-export-none.out");
+    let _ = std::fs::remove_file(host_path(&out));
+    std::fs::write(
+        host_path(&script),
+        format!(
+            "#!/bin/sh\nexport NCCL_NET=Socket FI_PROVIDER=efa\n\
+             srun {image} sh -c '{show}'\n\
+             srun --export=ALL --container-env=FI_PROVIDER,NCCL_NET {image} sh -c '{fixed}'\n",
+            fixed = show.replace("echo ", "echo fixed: ")
+        ),
+    )
+    .unwrap();
+    let (r, _) = user(
+        Order::After,
+        "sbatch --export=NONE, a script that exports NCCL_NET and FI_PROVIDER",
+        &[],
+        &[
+            "sbatch",
+            "-W",
+            "-c",
+            "2",
+            "--export=NONE",
+            "-o",
+            &out,
+            &script,
+        ],
+    );
+    let text = std::fs::read_to_string(host_path(&out)).unwrap_or_default();
+    eprintln!("(job output)\n{text}");
+    assert_eq!(r.code, 0, "{r:#?}");
+    // sbatch cannot see the sruns' options: its line covers both kinds of step
+    assert!(
+        r.stderr.contains(
+            "(a container srun starts, its image supplies PATH, but without your variables)"
+        ),
+        "{r:#?}"
+    );
+    assert!(text.contains("NCCL_NET=IB FI_PROVIDER=unset\n"), "{text}");
+    assert!(
+        text.contains("launchguard: launch.export_all: SLURM_EXPORT_ENV=NONE does not include ALL, so your FI_PROVIDER, NCCL_NET stay behind (2 of yours set here)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("add --export=ALL --container-env=FI_PROVIDER,NCCL_NET to this srun"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fixed: NCCL_NET=Socket FI_PROVIDER=efa\n"),
+        "{text}"
+    );
 }
