@@ -15,6 +15,10 @@
 //! - after Pyxis as `zz-launchguard.conf` (the name the package ships, and the test clusters' drop-in):
 //!   its `task_init` runs inside the container, after Pyxis imported the image's environment.
 //!
+//! Besides the two orders: `srun --mpi=pmix` into a container with a real PMIx client in the image
+//! (`real_pmix_in_a_container`, the image built by `scripts/pyxis.sh image-pmix`) and `--export`
+//! without `ALL` on container steps, srun and `sbatch --export=NONE` (`real_export_none_in_a_container`).
+//!
 //! Every scenario prints what the user saw (`cargo test -- --nocapture` shows the screens).
 
 use launchguard_tests::{host_path, lock, plugstack_line, run, As, Run, PLUGIN_PATH, SCRATCH};
