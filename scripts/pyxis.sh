@@ -7,6 +7,10 @@
 #   scripts/pyxis.sh image [FILE [NAME=VALUE…]]  write a tiny busybox squashfs test image (no network needed);
 #                                                NAME=VALUE pairs go to the image's /etc/environment, which
 #                                                enroot reads like an image's ENV
+#   scripts/pyxis.sh image-pmix [FILE]           the busybox image plus a PMIx client (tests/pmix-client/lgtest_pmix.c,
+#                                                built against the node's libpmix-dev) and the libraries it loads,
+#                                                at the same paths as on the node: the "image's PMIx" of the
+#                                                container PMIx test
 #   scripts/pyxis.sh prereqs                     /dev/mqueue, /dev/log and /run/pyxis (install does it too)
 #   scripts/pyxis.sh status                      say what is installed where
 #
@@ -28,6 +32,7 @@ set -euo pipefail
 
 BUILD_DIR_DEFAULT=/var/tmp/lg-pyxis-build
 IMAGE_DEFAULT=/var/lib/launchguard-test/busybox.sqsh
+PMIX_IMAGE_DEFAULT=/var/lib/launchguard-test/busybox-pmix.sqsh
 log() { printf 'pyxis.sh: %s\n' "$*" >&2; }
 die() { printf 'pyxis.sh: error: %s\n' "$*" >&2; exit 1; }
 
@@ -105,20 +110,19 @@ node_prereqs() {
   install -d -m 755 -o root -g root /run/pyxis
 }
 
-cmd_image() {
-  local out=${1:-$IMAGE_DEFAULT} tmp
-  [ $# -gt 0 ] && shift
-  need_root
-  apt_need busybox-static squashfs-tools
-  tmp=$(mktemp -d)
+# The busybox tree every test image starts from, in $1.
+busybox_tree() {
+  local tmp=$1 a
   mkdir -p "$tmp/bin" "$tmp/etc" "$tmp/tmp" "$tmp/dev" "$tmp/proc" "$tmp/sys" "$tmp/root"
   cp /bin/busybox "$tmp/bin/busybox"
   for a in sh ls cat env echo id mkdir sleep true false grep nproc test head; do ln -s busybox "$tmp/bin/$a"; done
   chmod 1777 "$tmp/tmp"
   : >"$tmp/etc/environment"
-  for kv in "$@"; do
-    case "$kv" in *=*) printf '%s\n' "$kv" >>"$tmp/etc/environment" ;; *) die "image: '$kv' is not NAME=VALUE" ;; esac
-  done
+}
+
+# Writes the squashfs image $2 from the tree $1 and removes the tree.
+squash() {
+  local tmp=$1 out=$2
   mkdir -p "$(dirname "$out")"
   rm -f "$out"
   mksquashfs "$tmp" "$out" -quiet -noappend -all-root >/dev/null
@@ -127,8 +131,49 @@ cmd_image() {
   log "wrote $out"
 }
 
+# The image's PMIx: the client binary, every library ldd names for it and libpmix's own directory
+# (its MCA components), copied to the paths they have on the node. Debian's libpmix2 builds its psec
+# components munge and native into libpmix, as an image's OpenPMIx usually is.
+cmd_image_pmix() {
+  local out=${1:-$PMIX_IMAGE_DEFAULT} tmp src lib pmixdir
+  need_root
+  apt_need busybox-static squashfs-tools gcc libpmix-dev pkg-config
+  src="$(cd "$(dirname "$0")/.." && pwd)/tests/pmix-client/lgtest_pmix.c"
+  tmp=$(mktemp -d)
+  busybox_tree "$tmp"
+  # shellcheck disable=SC2046 # pkg-config prints several words on purpose
+  gcc -O2 -Wall $(pkg-config --cflags pmix) -o "$tmp/bin/lgtest_pmix" "$src" $(pkg-config --libs pmix)
+  # libpmix's directory (its MCA components) and its help texts (the words PMIx prints on errors)
+  pmixdir=$(pkg-config --variable=libdir pmix)
+  mkdir -p "$tmp$pmixdir" "$tmp$(dirname "$pmixdir")/share"
+  cp -a "$pmixdir/." "$tmp$pmixdir/"
+  find "$tmp$pmixdir" -name "*.a" -delete
+  [ ! -d "$(dirname "$pmixdir")/share/pmix" ] || cp -a "$(dirname "$pmixdir")/share/pmix" "$tmp$(dirname "$pmixdir")/share/"
+  # the libraries of the client and of the components libpmix opens at run time (zlib's pcompress)
+  for lib in $( (ldd "$tmp/bin/lgtest_pmix"; find "$pmixdir/pmix" -name "*.so" -exec ldd {} \;) |
+    awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u); do
+    mkdir -p "$tmp$(dirname "$lib")"
+    cp -L "$lib" "$tmp$lib"
+  done
+  squash "$tmp" "$out"
+}
+
+cmd_image() {
+  local out=${1:-$IMAGE_DEFAULT} tmp kv
+  [ $# -gt 0 ] && shift
+  need_root
+  apt_need busybox-static squashfs-tools
+  tmp=$(mktemp -d)
+  busybox_tree "$tmp"
+  for kv in "$@"; do
+    case "$kv" in *=*) printf '%s\n' "$kv" >>"$tmp/etc/environment" ;; *) die "image: '$kv' is not NAME=VALUE" ;; esac
+  done
+  squash "$tmp" "$out"
+}
+
 cmd_status() {
-  for f in /usr/local/lib/slurm/spank_pyxis.so /usr/local/bin/enroot /etc/enroot/enroot.conf "$IMAGE_DEFAULT"; do
+  for f in /usr/local/lib/slurm/spank_pyxis.so /usr/local/bin/enroot /etc/enroot/enroot.conf "$IMAGE_DEFAULT" \
+    /var/lib/launchguard-test/busybox-nccl.sqsh "$PMIX_IMAGE_DEFAULT"; do
     if [ -e "$f" ]; then echo "present  $f"; else echo "missing  $f"; fi
   done
 }
@@ -137,7 +182,8 @@ case "${1:-}" in
   build) shift; cmd_build "$@" ;;
   install) shift; cmd_install "$@" ;;
   image) shift; cmd_image "$@" ;;
+  image-pmix) shift; cmd_image_pmix "$@" ;;
   status) cmd_status ;;
   prereqs) need_root; node_prereqs ;;
-  *) die "usage: $0 build SRC_DIR [BUILD_DIR] | install [BUILD_DIR] | image [FILE [NAME=VALUE…]] | prereqs | status" ;;
+  *) die "usage: $0 build SRC_DIR [BUILD_DIR] | install [BUILD_DIR] | image [FILE [NAME=VALUE…]] | image-pmix [FILE] | prereqs | status" ;;
 esac

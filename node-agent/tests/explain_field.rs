@@ -88,6 +88,12 @@ const CASES: &[(&str, i32, Want)] = &[
         &[("node.pmix.loads", 1), ("node.pmix.offered", 1)],
     ),
     ("slurmd_pmix.log", 2, &[("node.pmix.loads", 2)]),
+    ("pmix_psec_container.out", 2, &[("job.pmix_psec", 2)]),
+    (
+        "pmix_gds_container.out",
+        2,
+        &[("job.pmix_gds_fallback", 2), ("job.pmix_gds", 2)],
+    ),
     (
         "enroot_unknown_device.out",
         2,

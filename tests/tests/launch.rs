@@ -684,7 +684,8 @@ fn sbatch_export_none_warns_at_submission_and_inner_srun_is_caught() {
     assert_eq!(
         r.findings(),
         vec!["launchguard: launch.export_all: --export=NONE does not include ALL: every srun in this job inherits SLURM_EXPORT_ENV=NONE; \
-              those steps get no PATH and fail with 'execve(): <command>: No such file or directory'; \
+              those steps get no PATH and fail with 'execve(): <command>: No such file or directory' \
+              (a container srun starts, its image supplies PATH, but without your variables); \
               submit with --export=ALL or give each srun in the script --export=ALL"],
         "{r:#?}"
     );

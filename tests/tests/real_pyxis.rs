@@ -15,6 +15,10 @@
 //! - after Pyxis as `zz-launchguard.conf` (the name the package ships, and the test clusters' drop-in):
 //!   its `task_init` runs inside the container, after Pyxis imported the image's environment.
 //!
+//! Besides the two orders: `srun --mpi=pmix` into a container with a real PMIx client in the image
+//! (`real_pmix_in_a_container`, the image built by `scripts/pyxis.sh image-pmix`) and `--export`
+//! without `ALL` on container steps, srun and `sbatch --export=NONE` (`real_export_none_in_a_container`).
+//!
 //! Every scenario prints what the user saw (`cargo test -- --nocapture` shows the screens).
 
 use launchguard_tests::{host_path, lock, plugstack_line, run, As, Run, PLUGIN_PATH, SCRATCH};
@@ -27,6 +31,9 @@ const BEFORE_DROPIN: &str = "/etc/slurm/plugstack.conf.d/50-launchguard.conf";
 const IMAGE: &str = "/var/lib/launchguard-test/busybox.sqsh";
 /// The same image with `NCCL_NET=IB` in its /etc/environment (enroot reads it like an image's ENV).
 const NCCL_IMAGE: &str = "/var/lib/launchguard-test/busybox-nccl.sqsh";
+/// The busybox image with a PMIx client (`tests/pmix-client/lgtest_pmix.c`: PMIx_Init, the job size,
+/// a fence) and the node's OpenPMIx libraries: `scripts/pyxis.sh image-pmix`.
+const PMIX_IMAGE: &str = "/var/lib/launchguard-test/busybox-pmix.sqsh";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Order {
@@ -51,6 +58,18 @@ fn require_pyxis() {
              scripts/pyxis.sh image and scripts/pyxis.sh image {NCCL_IMAGE} NCCL_NET=IB"
         );
     }
+}
+
+/// Builds the PMIx image (`scripts/pyxis.sh image-pmix`): its client is compiled against this node's
+/// libpmix-dev, so it is built by the test that runs it rather than kept from an older install.
+fn pmix_image() {
+    let script = launchguard_tests::repo_root().join("scripts/pyxis.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .args(["image-pmix", PMIX_IMAGE])
+        .output()
+        .unwrap_or_else(|e| panic!("bash {} image-pmix: {e}", script.display()));
+    assert!(out.status.success(), "scripts/pyxis.sh image-pmix: {out:?}");
 }
 
 /// Lists Pyxis and launchguard (with `args`) in `order`; undone on drop.
@@ -300,7 +319,9 @@ fn real_pyxis_in_both_orders() {
             r.findings(),
             vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so your HF_HOME, NCCL_DEBUG stay behind \
                   (2 of yours set here); the container image supplies PATH and the step starts, but the program runs with the \
-                  image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL"],
+                  image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL \
+                  --container-env=HF_HOME,NCCL_DEBUG (Pyxis keeps the image's value of a variable it also sets unless \
+                  --container-env names it)"],
             "{r:#?}"
         );
 
@@ -362,4 +383,284 @@ fn real_pyxis_in_both_orders() {
         assert!(!r.stdout.contains("ran"), "{r:#?}");
     }
     let _ = std::fs::remove_dir_all("/run/enroot");
+}
+
+/// `srun --mpi=pmix` into a Pyxis container without enroot's PMIx hook (`50-slurm-pmi.sh` is not in
+/// /etc/enroot/hooks.d, as after a plain enroot install): the task has Slurm's `PMIX_*` variables but
+/// neither the server's directory (`PMIX_SERVER_TMPDIR`) nor munged's socket. Measured with the
+/// image's OpenPMIx (the node's 4.2): with the server's lists (`gds ds21,ds12,hash`, `psec
+/// munge,native`) every rank prints a `gds_ds12_lock_pthread.c` PMIX ERROR line and starts (gds falls
+/// back to hash, psec skips munge for native); a client limited to munge or to the shared-memory
+/// stores fails PMIx_Init on every rank. launchguard, listed after Pyxis, says which of the two the
+/// user has, and its fixes work.
+#[test]
+#[cfg_attr(
+    not(lg_pyxis),
+    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+)]
+fn real_pmix_in_a_container() {
+    require_pyxis();
+    let _g = lock();
+    pmix_image();
+    let image = format!("--container-image={PMIX_IMAGE}");
+    let pmix = |env: &[(&str, &str)], extra: &[&str], what: &str| {
+        let mut argv = vec!["srun", "-n", "2", "-c", "1", "--mpi=pmix"];
+        argv.extend_from_slice(extra);
+        argv.extend_from_slice(&[image.as_str(), "lgtest_pmix"]);
+        user(Order::After, what, env, &argv).0
+    };
+    let started = |r: &Run| {
+        r.code == 0
+            && r.stdout.contains("lgtest_pmix: rank 0 of 2: fence ok")
+            && r.stdout.contains("lgtest_pmix: rank 1 of 2: fence ok")
+    };
+    {
+        let _s = Stack::new(Order::After, "mode=enforce gpu_steps_only=no");
+        // 1. The server's own lists: the ranks start; one line says why PMIx printed its error lines.
+        let r = pmix(
+            &[],
+            &[],
+            "--mpi=pmix, no enroot PMIx hook, the server's lists",
+        );
+        assert!(started(&r), "{r:#?}");
+        assert!(r.stderr.contains("gds_ds12_lock_pthread.c"), "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: inside the container the PMIx server's directory PMIX_SERVER_TMPDIR=/var/spool/slurmd/pmix."),
+            "{r:#?}"
+        );
+        assert!(f[0].contains("the ranks still start"), "{r:#?}");
+        assert!(f[0].contains("export PMIX_MCA_gds=hash"), "{r:#?}");
+        // its fix: no PMIX ERROR line, no launchguard line
+        let r = pmix(
+            &[("PMIX_MCA_gds", "hash")],
+            &[],
+            "the fix: PMIX_MCA_gds=hash",
+        );
+        assert!(started(&r), "{r:#?}");
+        assert!(!r.stderr.contains("PMIX ERROR"), "{r:#?}");
+        assert!(r.findings().is_empty(), "{r:#?}");
+
+        // 2. The user limited psec to munge: the launch is stopped with the fix.
+        let r = pmix(
+            &[("PMIX_MCA_psec", "munge"), ("PMIX_MCA_gds", "hash")],
+            &[],
+            "PMIX_MCA_psec=munge",
+        );
+        assert_eq!(r.code, 1, "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: PMIX_MCA_psec=munge leaves the rank's PMIx only munge, but munged's socket /run/munge/munge.socket.2 is not inside the container"),
+            "{r:#?}"
+        );
+        assert!(f[0].contains("unset PMIX_MCA_psec"), "{r:#?}");
+        assert!(f[0].contains("--container-mounts=/run/munge"), "{r:#?}");
+        assert!(r.stderr.contains("this launch was stopped"), "{r:#?}");
+        // both fixes work
+        let r = pmix(
+            &[("PMIX_MCA_psec", "munge"), ("PMIX_MCA_gds", "hash")],
+            &["--container-mounts=/run/munge"],
+            "the fix: --container-mounts=/run/munge",
+        );
+        assert!(started(&r) && r.findings().is_empty(), "{r:#?}");
+        let r = pmix(
+            &[("PMIX_MCA_psec", "native"), ("PMIX_MCA_gds", "hash")],
+            &[],
+            "the fix: PMIX_MCA_psec=native",
+        );
+        assert!(started(&r) && r.findings().is_empty(), "{r:#?}");
+
+        // 3. The user limited gds to the shared-memory store: stopped, with the fix.
+        let r = pmix(&[("PMIX_MCA_gds", "ds12")], &[], "PMIX_MCA_gds=ds12");
+        assert_eq!(r.code, 1, "{r:#?}");
+        let f = r.findings();
+        assert_eq!(f.len(), 1, "{r:#?}");
+        assert!(
+            f[0].starts_with("launchguard: launch.pmix: inside the container the PMIx server's directory PMIX_SERVER_TMPDIR="),
+            "{r:#?}"
+        );
+        assert!(
+            f[0].contains("PMIX_MCA_gds=ds12 leaves no other store"),
+            "{r:#?}"
+        );
+        assert!(f[0].contains("PMIX_MCA_gds=hash"), "{r:#?}");
+    }
+    // What the errors say is what PMIx does: with launchguard in warn mode the launches run and fail
+    // the way its lines said.
+    let _s = Stack::new(Order::After, "mode=warn gpu_steps_only=no");
+    let r = pmix(
+        &[("PMIX_MCA_psec", "munge"), ("PMIX_MCA_gds", "hash")],
+        &[],
+        "PMIX_MCA_psec=munge, warn mode",
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(
+        r.stderr
+            .contains("unable to find any usable plugins for the PSEC framework"),
+        "{r:#?}"
+    );
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+    let r = pmix(
+        &[("PMIX_MCA_gds", "ds12")],
+        &[],
+        "PMIX_MCA_gds=ds12, warn mode",
+    );
+    assert_eq!(r.code, 1, "{r:#?}");
+    assert!(
+        r.stderr
+            .contains("unable to find any usable plugins for the GDS framework"),
+        "{r:#?}"
+    );
+    assert_eq!(r.findings().len(), 1, "{r:#?}");
+}
+
+/// `--export` without `ALL` on a container step, as Pyxis and enroot build the task's environment:
+/// the user's own variables stay behind whether or not any was named, the image's PATH starts the
+/// step, and a variable the image also sets keeps the image's value even with `--export=ALL`; Pyxis's
+/// `--container-env` is what keeps the user's. The srun line names the variables and gives the fix
+/// that brings them all back; the same inside `sbatch --export=NONE` (srun inherits
+/// `SLURM_EXPORT_ENV=NONE`), where the line goes to the job's output.
+#[test]
+#[cfg_attr(
+    not(lg_pyxis),
+    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+)]
+fn real_export_none_in_a_container() {
+    require_pyxis();
+    let _g = lock();
+    let _s = Stack::new(Order::After, "mode=enforce gpu_steps_only=no");
+    let image = format!("--container-image={NCCL_IMAGE}");
+    let show = "echo NCCL_NET=${NCCL_NET:-unset} FI_PROVIDER=${FI_PROVIDER:-unset}";
+    let mine = [("NCCL_NET", "Socket"), ("FI_PROVIDER", "efa")];
+    let step = |what: &str, export: &[&str]| {
+        let mut argv = vec!["srun", "-c", "2"];
+        argv.extend_from_slice(export);
+        argv.extend_from_slice(&[image.as_str(), "sh", "-c", show]);
+        user(Order::After, what, &mine, &argv).0
+    };
+
+    // 1. --export=NONE: neither variable reaches the task; the image's NCCL_NET does.
+    let r = step(
+        "--export=NONE, NCCL_NET and FI_PROVIDER set",
+        &["--export=NONE"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_NET=IB FI_PROVIDER=unset\n"),
+        "{r:#?}"
+    );
+    assert_eq!(
+        r.findings(),
+        vec!["launchguard: launch.export_all: --export=NONE does not include ALL, so your FI_PROVIDER, NCCL_NET stay behind \
+              (2 of yours set here); the container image supplies PATH and the step starts, but the program runs with the \
+              image's NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL \
+              --container-env=FI_PROVIDER,NCCL_NET (Pyxis keeps the image's value of a variable it also sets unless \
+              --container-env names it)"],
+        "{r:#?}"
+    );
+    // 2. --export=ALL alone: FI_PROVIDER comes back, NCCL_NET stays the image's.
+    let r = step("--export=ALL alone", &["--export=ALL"]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_NET=IB FI_PROVIDER=efa\n"),
+        "{r:#?}"
+    );
+    // 3. The fix as printed: both are the user's.
+    let r = step(
+        "the fix: --export=ALL --container-env=FI_PROVIDER,NCCL_NET",
+        &["--export=ALL", "--container-env=FI_PROVIDER,NCCL_NET"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_NET=Socket FI_PROVIDER=efa\n"),
+        "{r:#?}"
+    );
+    assert!(r.findings().is_empty(), "{r:#?}");
+    // 4. One variable, named in nothing: the line is about it alone.
+    let r = user(
+        Order::After,
+        "--export=HOME, only NCCL_DEBUG set",
+        &[("NCCL_DEBUG", "INFO")],
+        &[
+            "srun",
+            "-c",
+            "2",
+            "--export=HOME",
+            &format!("--container-image={IMAGE}"),
+            "sh",
+            "-c",
+            "echo NCCL_DEBUG=${NCCL_DEBUG:-unset}",
+        ],
+    )
+    .0;
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "NCCL_DEBUG=unset\n"),
+        "{r:#?}"
+    );
+    let f = r.findings();
+    assert_eq!(f.len(), 1, "{r:#?}");
+    assert!(
+        f[0].contains("so your NCCL_DEBUG stays behind (1 of yours set here)"),
+        "{r:#?}"
+    );
+    assert!(
+        f[0].contains("use --export=ALL,HOME --container-env=NCCL_DEBUG"),
+        "{r:#?}"
+    );
+
+    // 5. sbatch --export=NONE: the script's own exports stay behind its container sruns.
+    let script = format!("{SCRATCH}/pyxis-export-none.sh");
+    let out = format!("{SCRATCH}/pyxis-export-none.out");
+    let _ = std::fs::remove_file(host_path(&out));
+    std::fs::write(
+        host_path(&script),
+        format!(
+            "#!/bin/sh\nexport NCCL_NET=Socket FI_PROVIDER=efa\n\
+             srun {image} sh -c '{show}'\n\
+             srun --export=ALL --container-env=FI_PROVIDER,NCCL_NET {image} sh -c '{fixed}'\n",
+            fixed = show.replace("echo ", "echo fixed: ")
+        ),
+    )
+    .unwrap();
+    let (r, _) = user(
+        Order::After,
+        "sbatch --export=NONE, a script that exports NCCL_NET and FI_PROVIDER",
+        &[],
+        &[
+            "sbatch",
+            "-W",
+            "-c",
+            "2",
+            "--export=NONE",
+            "-o",
+            &out,
+            &script,
+        ],
+    );
+    let text = std::fs::read_to_string(host_path(&out)).unwrap_or_default();
+    eprintln!("(job output)\n{text}");
+    assert_eq!(r.code, 0, "{r:#?}");
+    // sbatch cannot see the sruns' options: its line covers both kinds of step
+    assert!(
+        r.stderr.contains(
+            "(a container srun starts, its image supplies PATH, but without your variables)"
+        ),
+        "{r:#?}"
+    );
+    assert!(text.contains("NCCL_NET=IB FI_PROVIDER=unset\n"), "{text}");
+    assert!(
+        text.contains("launchguard: launch.export_all: SLURM_EXPORT_ENV=NONE does not include ALL, so your FI_PROVIDER, NCCL_NET stay behind (2 of yours set here)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("add --export=ALL --container-env=FI_PROVIDER,NCCL_NET to this srun"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fixed: NCCL_NET=Socket FI_PROVIDER=efa\n"),
+        "{text}"
+    );
 }

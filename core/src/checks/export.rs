@@ -66,28 +66,37 @@ fn name_list(names: &[String]) -> String {
     s
 }
 
+/// Why the fix names the lost variables in Pyxis's `--container-env` (measured with Pyxis 0.24 and
+/// enroot 4.1: a variable the image also sets keeps the image's value under `--export=ALL`, and the
+/// user's under `--export=ALL --container-env=NAME`; Pyxis's README, `--container-env`).
+const WHY_CONTAINER_ENV: &str =
+    "(Pyxis keeps the image's value of a variable it also sets unless --container-env names it)";
+
 /// The finding for a container launch whose export value lacks `ALL`: the image supplies PATH, so the
-/// step starts; what is lost is the caller's own variables. `None` when none of them is set.
+/// step starts; what is lost is the caller's own variables. `fix` gets the `--container-env=…`
+/// argument that keeps them (all of them, so the fix works as printed). `None` when none is set.
 fn container_export_finding(
     label: &str,
     value: &str,
     env: &(impl Env + ?Sized),
-    fix: String,
+    fix: impl FnOnce(&str) -> String,
 ) -> Option<Finding> {
     let lost = lost_own_vars(value, env);
     if lost.is_empty() {
         return None;
     }
+    let container_env = format!("--container-env={}", clip(&lost.join(","), 300));
     Some(Finding {
         check: CheckKind::ExportAll,
         severity: Severity::Warning,
         what: format!(
-            "{label} does not include ALL, so your {} stay behind ({} of yours set here)",
+            "{label} does not include ALL, so your {} {} behind ({} of yours set here)",
             name_list(&lost),
+            if lost.len() == 1 { "stays" } else { "stay" },
             lost.len()
         ),
         why: "the container image supplies PATH and the step starts, but the program runs with the image's NCCL/libfabric settings and without your tokens and cache paths".into(),
-        fix,
+        fix: fix(&container_env),
     })
 }
 
@@ -335,14 +344,17 @@ pub fn check_srun(argv: &ParsedArgv, env: &(impl Env + ?Sized)) -> Vec<Finding> 
     };
     let mut out = vec![];
     if !has_all(&value) && uses_container(argv, env) {
-        let fix = match source {
-            ExportSource::InputEnv(var) => format!(
-                "set {var}={} or pass --export={} to srun",
-                clip(&with_all(&value), 80),
-                clip(&with_all(&value), 80)
-            ),
-            ExportSource::Inherited => "add --export=ALL to this srun, or unset SLURM_EXPORT_ENV in the job script before srun".to_string(),
-            _ => format!("use --export={}", clip(&with_all(&value), 80)),
+        let all = clip(&with_all(&value), 80);
+        let fix = |ce: &str| match source {
+            ExportSource::InputEnv(var) => {
+                format!(
+                    "set {var}={all} or pass --export={all} to srun, with {ce} {WHY_CONTAINER_ENV}"
+                )
+            }
+            ExportSource::Inherited => {
+                format!("add --export=ALL {ce} to this srun {WHY_CONTAINER_ENV}")
+            }
+            _ => format!("use --export={all} {ce} {WHY_CONTAINER_ENV}"),
         };
         out.extend(container_export_finding(&label, &value, env, fix));
     } else if !has_all(&value) && !names_path(&value) {
@@ -422,7 +434,7 @@ pub fn check_allocation(
     let mut out = vec![];
     let container = uses_container(argv, env) || script.is_some_and(|s| uses_container(s, env));
     if !has_all(&value) && container {
-        let fix = format!("submit with --export={}", clip(&with_all(&value), 80));
+        let fix = |_: &str| format!("submit with --export={}", clip(&with_all(&value), 80));
         out.extend(container_export_finding(&label, &value, env, fix));
     } else if !has_all(&value) && !names_path(&value) {
         out.push(Finding {
@@ -431,7 +443,7 @@ pub fn check_allocation(
             what: format!(
                 "{label} does not include ALL: every srun in this job inherits SLURM_EXPORT_ENV={shown}"
             ),
-            why: "those steps get no PATH and fail with 'execve(): <command>: No such file or directory'"
+            why: "those steps get no PATH and fail with 'execve(): <command>: No such file or directory' (a container srun starts, its image supplies PATH, but without your variables)"
                 .into(),
             fix: format!(
                 "submit with --export={} or give each srun in the script --export=ALL",
@@ -652,9 +664,28 @@ mod tests {
             "launchguard: launch.export_all: --export=NONE,HF_TOKEN does not include ALL, so your \
              FI_EFA_USE_DEVICE_RDMA, NCCL_DEBUG, WANDB_API_KEY, WANDB_PROJECT stay behind (4 of yours set here); \
              the container image supplies PATH and the step starts, but the program runs with the image's \
-             NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL,HF_TOKEN"
+             NCCL/libfabric settings and without your tokens and cache paths; use --export=ALL,HF_TOKEN \
+             --container-env=FI_EFA_USE_DEVICE_RDMA,NCCL_DEBUG,WANDB_API_KEY,WANDB_PROJECT (Pyxis keeps the image's \
+             value of a variable it also sets unless --container-env names it)"
         );
         assert_eq!(f[0].severity, Severity::Warning);
+        // one variable, inherited from sbatch --export=NONE: said in the singular, the fix keeps it
+        let f = srun(
+            &["srun", "--container-image=img.sqsh", "python"],
+            &[("SLURM_EXPORT_ENV", "NONE"), ("NCCL_DEBUG", "INFO")],
+        );
+        assert!(
+            f[0].what
+                .ends_with("so your NCCL_DEBUG stays behind (1 of yours set here)"),
+            "{}",
+            f[0].what
+        );
+        assert!(
+            f[0].fix
+                .starts_with("add --export=ALL --container-env=NCCL_DEBUG to this srun"),
+            "{}",
+            f[0].fix
+        );
         // sbatch with a container script (#SBATCH --container-image): the same, as a warning
         let argv: Vec<String> = ["sbatch", "--export=NONE", "job.sh"]
             .iter()

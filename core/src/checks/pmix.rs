@@ -17,7 +17,7 @@
 //!   who it is with the first security (psec) component it shares with the server. enroot's PMIx
 //!   hook (`hooks/extra/50-slurm-pmi.sh`) bind-mounts the directory into the container and sets
 //!   `PMIX_MCA_psec`/`PMIX_MCA_gds` from the server's lists; without it [`check_task`] sees what the
-//!   rank will miss.
+//!   rank will miss, and whether its client has another component to fall back on.
 
 use super::env::Env;
 use crate::argv::ParsedArgv;
@@ -176,56 +176,116 @@ pub struct TaskPmix {
     pub munge_visible: bool,
 }
 
-/// The first entry of a comma list (`^` exclusions count as no choice).
-fn first(list: &str) -> Option<&str> {
-    let f = list.split(',').next()?.trim();
-    (!f.is_empty() && !f.starts_with('^')).then_some(f)
+/// The components of a comma list, in order; `None` for an exclusion list (`^…`: the rest of what the
+/// client has, which is not known here) or an empty one.
+fn components(list: &str) -> Option<Vec<&str>> {
+    let c: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    (!c.is_empty() && !c.iter().any(|c| c.starts_with('^'))).then_some(c)
 }
 
-/// Judges a container task's view of Slurm's PMIx server (see the module's text).
+/// The list the rank's PMIx client will take for a framework: `PMIX_MCA_<fw>` when the user (or
+/// enroot's hook) set it, else the server's, with its label for the line.
+fn chosen(mca: Option<&str>, mca_name: &str, server: Option<&str>) -> Option<(String, bool)> {
+    match mca {
+        Some(m) => Some((format!("{mca_name}={}", clip(m, 40)), true)),
+        None => server.map(|s| (clip(s, 40), false)),
+    }
+}
+
+/// Judges a container task's view of Slurm's PMIx server (see the module's text). Measured on Slurm
+/// 22.05's mpi/pmix with OpenPMIx 4.2 in an enroot container without enroot's PMIx hook: the client
+/// skips a gds component whose directory is missing (printing `PMIX ERROR: ERROR in file
+/// …gds_ds12_lock_pthread.c`) and a psec component that cannot init (munge without munged's socket),
+/// and takes the next in its list; with none left PMIx_Init fails with `We were unable to find any
+/// usable plugins for the GDS (PSEC) framework`. So a list with another component is a warning (or
+/// nothing), a list of only the unusable ones an error.
 pub fn check_task(t: &TaskPmix) -> Vec<Finding> {
     let mut out = vec![];
-    let gds = t.mca_gds.as_deref().or(t.gds_module.as_deref());
-    let shared_memory = gds.and_then(first).is_some_and(|g| g.starts_with("ds"));
-    if !t.tmpdir_visible && shared_memory {
-        out.push(Finding {
-            check: CheckKind::Pmix,
-            severity: Severity::Warning,
-            what: format!(
-                "inside the container the PMIx server's directory PMIX_SERVER_TMPDIR={} is missing",
-                clip(&t.server_tmpdir, 80)
-            ),
-            why: format!(
-                "the rank's PMIx client maps the server's job data from there (gds {}, PMIX_DSTORE_*_BASE_PATH), so PMIx_Init (MPI_Init, a PMIx bootstrap) fails or the ranks cannot find each other",
-                clip(gds.unwrap_or(""), 40)
-            ),
-            fix: "export PMIX_MCA_gds=hash before srun (the client then asks the server over its socket); admin: enable enroot's PMIx hook on every node (copy enroot's hooks/extra/50-slurm-pmi.sh into /etc/enroot/hooks.d: it mounts SlurmdSpoolDir/pmix.JOB.STEP into the container and sets PMIX_MCA_psec/gds/ptl)".into(),
-        });
+    let gds = chosen(
+        t.mca_gds.as_deref(),
+        "PMIX_MCA_gds",
+        t.gds_module.as_deref(),
+    );
+    let gds_list = t
+        .mca_gds
+        .as_deref()
+        .or(t.gds_module.as_deref())
+        .and_then(components);
+    if let (false, Some((label, by_user)), Some(list)) = (t.tmpdir_visible, gds, gds_list) {
+        let shared = list.iter().any(|g| g.starts_with("ds"));
+        let other = list.iter().any(|g| !g.starts_with("ds"));
+        let what = format!(
+            "inside the container the PMIx server's directory PMIX_SERVER_TMPDIR={} is missing",
+            clip(&t.server_tmpdir, 80)
+        );
+        const HOOK: &str = "admin: enable enroot's PMIx hook on every node (copy enroot's hooks/extra/50-slurm-pmi.sh into /etc/enroot/hooks.d: it mounts SlurmdSpoolDir/pmix.JOB.STEP into the container and sets PMIX_MCA_psec/gds/ptl)";
+        if shared && other {
+            out.push(Finding {
+                check: CheckKind::Pmix,
+                severity: Severity::Warning,
+                what,
+                why: format!(
+                    "each rank's PMIx cannot map the server's shared-memory store (gds {label}), prints 'PMIX ERROR: ERROR in file …gds_ds12_lock_pthread.c' and falls back to asking the server over its socket: the ranks still start, and every rank fetches the job's data by message"
+                ),
+                fix: format!("export PMIX_MCA_gds=hash before srun (no error lines); {HOOK}"),
+            });
+        } else if shared {
+            out.push(Finding {
+                check: CheckKind::Pmix,
+                severity: Severity::Error,
+                what,
+                why: format!(
+                    "{label} leaves no other store, so PMIx_Init fails on every rank ('We were unable to find any usable plugins for the GDS framework')"
+                ),
+                fix: if by_user {
+                    format!("unset PMIX_MCA_gds, or export PMIX_MCA_gds=hash before srun; {HOOK}")
+                } else {
+                    format!("export PMIX_MCA_gds=hash before srun; {HOOK}")
+                },
+            });
+        }
     }
-    let psec = t.mca_psec.as_deref().or(t.security_mode.as_deref());
-    if psec.and_then(first) == Some("munge") && !t.munge_visible {
-        let only = psec
-            .map(|p| p.split(',').filter(|m| !m.trim().is_empty()).count() == 1)
-            .unwrap_or(false);
-        out.push(Finding {
-            check: CheckKind::Pmix,
-            severity: if only { Severity::Error } else { Severity::Warning },
-            what: format!(
-                "PMIx security mode {} puts munge first, but munged's socket {} is not inside the container",
-                clip(psec.unwrap_or(""), 40),
-                clip(&t.munge_socket, 60)
-            ),
-            why: if only {
-                "munge is the only component the server takes, and the rank's PMIx cannot get a munge credential without munged's socket: PMIx_Init fails on every rank ('PMIX ERROR: … psec')".into()
-            } else {
-                "an image PMIx built with munge picks munge, cannot get a credential without munged's socket, and PMIx_Init fails on every rank ('PMIX ERROR: … psec')".into()
-            },
-            fix: if only {
-                "admin: mount munged's socket directory into containers (an enroot mount of /run/munge in /etc/enroot/mounts.d) or let Slurm's PMIx offer native too".into()
-            } else {
-                "export PMIX_MCA_psec=native before srun (Slurm's PMIx server offers native too); admin: enable enroot's PMIx hook (hooks/extra/50-slurm-pmi.sh)".into()
-            },
-        });
+    let psec = chosen(
+        t.mca_psec.as_deref(),
+        "PMIX_MCA_psec",
+        t.security_mode.as_deref(),
+    );
+    let psec_list = t
+        .mca_psec
+        .as_deref()
+        .or(t.security_mode.as_deref())
+        .and_then(components);
+    if let (false, Some((label, by_user)), Some(list)) = (t.munge_visible, psec, psec_list) {
+        if list.iter().all(|p| *p == "munge") {
+            let dir = std::path::Path::new(&t.munge_socket)
+                .parent()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|| "/run/munge".into());
+            let server = t.security_mode.as_deref().map(|m| clip(m, 40));
+            out.push(Finding {
+                check: CheckKind::Pmix,
+                severity: Severity::Error,
+                what: format!(
+                    "{} leaves the rank's PMIx only munge, but munged's socket {} is not inside the container",
+                    if by_user { label } else { format!("PMIx security mode {label}") },
+                    clip(&t.munge_socket, 60)
+                ),
+                why: "the client's munge component cannot init without munged and there is no other, so PMIx_Init fails on every rank ('We were unable to find any usable plugins for the PSEC framework')".into(),
+                fix: match (by_user, server) {
+                    (true, Some(s)) if s.split(',').any(|c| c.trim() != "munge") => format!(
+                        "unset PMIX_MCA_psec (Slurm's PMIx server offers {s}; the client takes the next one it can use) or export PMIX_MCA_psec=native, or add --container-mounts={dir} to srun"
+                    ),
+                    (true, _) => format!("unset PMIX_MCA_psec, or add --container-mounts={dir} to srun"),
+                    (false, _) => format!(
+                        "add --container-mounts={dir} to srun; admin: mount {dir} into containers (a line in /etc/enroot/mounts.d) or let Slurm's PMIx server offer native too"
+                    ),
+                },
+            });
+        }
     }
     out
 }
@@ -347,35 +407,92 @@ mod tests {
         }
     }
 
+    /// The cases measured with real Pyxis and OpenPMIx 4.2 (tests/tests/real_pyxis.rs).
     #[test]
-    fn a_container_without_the_servers_directory_or_munge_is_named() {
+    fn a_container_without_the_servers_directory_or_munge_is_judged_by_what_the_client_falls_back_on(
+    ) {
         assert!(check_task(&task()).is_empty());
-        let t = TaskPmix {
+        let bare = TaskPmix {
             tmpdir_visible: false,
             munge_visible: false,
             ..task()
         };
-        let f = check_task(&t);
-        assert_eq!(f.len(), 2, "{f:?}");
-        assert!(f.iter().all(|f| f.severity == Severity::Warning));
+        // the server's lists: gds falls back to hash (a warning about the PMIX ERROR lines), psec
+        // skips munge for native (nothing)
+        let f = check_task(&bare);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
         assert!(f[0]
             .what
             .contains("PMIX_SERVER_TMPDIR=/var/spool/slurmd/pmix.2410.0/"));
+        assert!(f[0].why.contains("the ranks still start"), "{}", f[0].why);
         assert!(f[0].fix.starts_with("export PMIX_MCA_gds=hash"));
-        assert!(f[1].fix.starts_with("export PMIX_MCA_psec=native"));
         // what the user (or enroot's hook) chose is what counts
-        let t2 = TaskPmix {
+        let chosen = TaskPmix {
             mca_gds: Some("hash".into()),
             mca_psec: Some("native".into()),
-            ..t.clone()
+            ..bare.clone()
         };
-        assert!(check_task(&t2).is_empty());
-        // a server that takes munge only: no way around it
-        let t3 = TaskPmix {
+        assert!(check_task(&chosen).is_empty());
+        // only the shared-memory stores: every rank fails
+        let ds = TaskPmix {
+            mca_gds: Some("ds12".into()),
+            ..bare.clone()
+        };
+        let f = check_task(&ds);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0]
+            .why
+            .starts_with("PMIX_MCA_gds=ds12 leaves no other store"));
+        assert!(f[0].fix.starts_with("unset PMIX_MCA_gds"));
+        // the directory is there: ds12 alone is fine
+        assert!(check_task(&TaskPmix {
+            tmpdir_visible: true,
+            ..ds
+        })
+        .is_empty());
+        // munge only, chosen by the user: an error whose fix is the user's
+        let munge = TaskPmix {
+            mca_gds: Some("hash".into()),
+            mca_psec: Some("munge".into()),
+            ..bare.clone()
+        };
+        let f = check_task(&munge);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(
+            f[0].to_string(),
+            "launchguard: launch.pmix: PMIX_MCA_psec=munge leaves the rank's PMIx only munge, but munged's socket \
+             /run/munge/munge.socket.2 is not inside the container; the client's munge component cannot init without \
+             munged and there is no other, so PMIx_Init fails on every rank ('We were unable to find any usable plugins \
+             for the PSEC framework'); unset PMIX_MCA_psec (Slurm's PMIx server offers munge,native; the client takes \
+             the next one it can use) or export PMIX_MCA_psec=native, or add --container-mounts=/run/munge to srun"
+        );
+        // munge visible: fine
+        assert!(check_task(&TaskPmix {
+            munge_visible: true,
+            ..munge
+        })
+        .is_empty());
+        // a server that takes munge only: the mount, and the admin's fix
+        let server = TaskPmix {
+            mca_gds: Some("hash".into()),
             security_mode: Some("munge".into()),
-            ..t
+            ..bare.clone()
         };
-        let f = check_task(&t3);
-        assert_eq!(f[1].severity, Severity::Error);
+        let f = check_task(&server);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!(f[0].what.starts_with("PMIx security mode munge leaves"));
+        assert!(f[0]
+            .fix
+            .starts_with("add --container-mounts=/run/munge to srun; admin:"));
+        // exclusion lists are not judged
+        assert!(check_task(&TaskPmix {
+            mca_gds: Some("^hash".into()),
+            mca_psec: Some("^native".into()),
+            ..bare
+        })
+        .is_empty());
     }
 }
