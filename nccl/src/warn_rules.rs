@@ -346,6 +346,18 @@ pub const RULES: &[WarnRule] = &[
         counter: &["gpu-a:4101:4190 [0] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3a000"],
     },
     WarnRule {
+        id: "nccl.peer_address_invalid",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["is neither AF_INET"],
+        what: "NCCL was handed a peer address that is not an IP address",
+        why: "the address comes from the peer's connection handle or the ncclUniqueId, and it is garbage when the peer chose another network (NCCL_NET or a network plugin set or found on some nodes only, so an IB or OFI handle reaches a Socket transport), when ranks run different NCCL versions, or when the program does not pass rank 0's ncclUniqueId intact to every rank, and NCCL 2.29 also hits it on one node with both NCCL_P2P_DISABLE and NCCL_SHM_DISABLE set (NCCL issue 2057)",
+        fix: "run every rank with the same NCCL, network plugin and NCCL_NET (one container image, the same LD_LIBRARY_PATH and NCCL_NET_PLUGIN on every node: compare each host's `Using network` line under NCCL_DEBUG=INFO), broadcast the ncclUniqueId from rank 0 unchanged, and do not disable P2P and SHM together",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [1] misc/socket.cc:585 NCCL WARN ncclSocketInit: connecting to address 0.0.0.0<0> with family 33022 is neither AF_INET(2) nor AF_INET6(10)"],
+        counter: &["gpu-a:4101:4190 [0] misc/socket.cc:276 NCCL WARN Net : unsupported IP family"],
+    },
+    WarnRule {
         id: "nccl.rank_mismatch",
         severity: Severity::NoGo,
         none: &[],
@@ -610,7 +622,7 @@ pub const RULES: &[WarnRule] = &[
         any: &[
             // sockets and Unix sockets
             "pass NULL socket", "file descriptor is -1", "Net : string is null", "Net : unsupported IP family", "invalid socket ", "invalid arguments ops=",
-            "is neither AF_INET", "ncclNetSocketListen dev=", "NET/Socket : unable to allocate", "NET/IB : unable to allocate requests", "socket is invalid", "close failed: ", "test called with NULL request", "Name too large",
+            "ncclNetSocketListen dev=", "NET/Socket : unable to allocate", "NET/IB : unable to allocate requests", "socket is invalid", "close failed: ", "test called with NULL request", "Name too large",
             // the proxy's operation bookkeeping
             "for opId=", "already completed opId=", "match any expected response", "Couldn't find opId", "nonexistent async opId", "dequeue null operation", "Could not find pool of op",
             "List loop at element", "Inactive op has next set", "Proxy append", "Unable to post incomplete proxy op chain", "has no transport for",
