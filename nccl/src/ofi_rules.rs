@@ -25,6 +25,7 @@ pub const RULES: &[WarnRule] = &[
         severity: Severity::NoGo,
         none: &[],
         any: &[
+            "operations are not supported for SendRecv protocol",
             "OFI NET plugin has not been initialized. GIN requires",
             "GIN only supports RDMA transport protocol",
             "GIN plugin does not support FI_MR_ENDPOINT",
@@ -35,6 +36,7 @@ pub const RULES: &[WarnRule] = &[
         fix: "unset NCCL_NET (or set NCCL_NET=Libfabric), unset OFI_NCCL_PROTOCOL or set it to RDMA, keep FI_PROVIDER=efa, or run without GIN (NCCL_GIN_ENABLE=0)",
         checks: &[],
         examples: &[
+            "gpu-b:7711:7790 [2] NCCL WARN NET/OFI RMA write_inline operations are not supported for SendRecv protocol",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin: OFI NET plugin has not been initialized. GIN requires the OFI NET plugin to be active.",
             "gpu-b:7711:7790 [3] NCCL WARN NET/OFI GIN only supports RDMA transport protocol.",
         ],
@@ -95,6 +97,7 @@ pub const RULES: &[WarnRule] = &[
         severity: Severity::NoGo,
         none: &[],
         any: &[
+            "Failed to write NCCL topology using file descriptor", "Failed to write NCCL topology file",
             "Failed to create anonymous topology file",
             "Failed to open NCCL topology file using file descriptor",
             "Unable to flush NCCL topology file",
@@ -110,6 +113,7 @@ pub const RULES: &[WarnRule] = &[
         fix: "allow memfd_create in the container runtime's seccomp profile, raise the open-file limit (`ulimit -n`, LimitNOFILE of slurmd), or give the step more memory, and setting NCCL_TOPO_FILE to the XML for this instance type makes the plugin skip writing its own",
         checks: &[],
         examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to write NCCL topology using file descriptor. RC: -28",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to create anonymous topology file. ERROR: Function not implemented",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to flush NCCL topology file. ERROR: Cannot allocate memory",
         ],

@@ -117,6 +117,7 @@ pub const RULES: &[WarnRule] = &[
         severity: Severity::NoGo,
         none: &[],
         any: &[
+            "Unable to retrieve flush buffer fd",
             "Peermem is not supported", "requires DMABUF support", "GDR support reported to NCCL but then couldn't be configured",
             "gdr_pin_buffer failed", "gdr_map failed", "Failed to resolve libgdrapi.so", "not compiled with DMA-BUF support",
             "Failed to set FI_OPT_CUDA_API_PERMITTED", "FI_OPT_CUDA_API_PERMITTED is not declared", "GDR disabled on GDR-supported instance type",
@@ -126,6 +127,7 @@ pub const RULES: &[WarnRule] = &[
         fix: "load nvidia-peermem (`modprobe nvidia-peermem`, `lsmod | grep peermem`) or use the open kernel modules on a 5.12+ kernel, and install aws-ofi-nccl and libfabric from the same EFA installer",
         checks: &[],
         examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to retrieve flush buffer fd (-95)",
             "gpu-a:4101:4190 [0] NCCL WARN Unable to use GIN: Peermem is not supported, and device 0 does not support DMA-BUF.",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI GDR support reported to NCCL but then couldn't be configured on an endpoint.  Cannot continue.",
         ],
@@ -166,6 +168,8 @@ pub const RULES: &[WarnRule] = &[
         severity: Severity::NoGo,
         none: &[],
         any: &[
+            "Failed to post recv. RC", "Failed to post ACK send. RC", "Failed call to fi_writemsg", "fi_sendmsg failed with RC", "Failed call to fi_read;",
+            "fi_read iget failed", "fi_read iflush failed",
             "completed with error", "Unable to read from fi_cq_readerr", "Unable to retrieve completion queue entries", "Error posting RDMA",
             "Error posting rx buffer", "Error posting flush request", "fi_read failed", "fi_sendmsg (eager) failed", "fi_write_inline failed",
             "Error in call to fi_send", "Unable to insert remote address into address vector", "CM connect failed", "Could not send request for device",
@@ -176,6 +180,8 @@ pub const RULES: &[WarnRule] = &[
         fix: "find the earliest error of every rank (a dead peer shows first), let the EFA security group allow all inbound and outbound traffic to itself, and check the peer node's EFA (`fi_info -p efa`, dmesg for efa errors), isolating it with `launchguard sweep nccl`",
         checks: &[],
         examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed call to fi_writemsg; RC: -5",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI fi_read iget failed on rail 1: -113",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Request 0x7f00aa (send) completed with error: err: 5, flags: 0, prov_errno: 4100, strerror: Input/output error, len: 0",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to insert remote address into address vector for device 0. RC: -113",
         ],
@@ -296,7 +302,8 @@ pub const RULES: &[WarnRule] = &[
         id: "nccl.cuda_failure",
         severity: Severity::NoGo,
         none: &[],
-        any: &["Failed to CUDA calloc", "Failed to CUDA malloc", "Failed to CUDA host alloc", "Failed to find CUDA library", 
+        any: &[
+            "Failed to query CUDA runtime version", "stream capture mode (", "Unable to allocate flush buffer", "copy sentinel value to gpu flush buffer","Failed to CUDA calloc", "Failed to CUDA malloc", "Failed to CUDA host alloc", "Failed to find CUDA library", 
             "Cuda failure", "CUDA failure", "Failed to set CUDA device", "Failed to create CUDA context", "Failed to set CUDA context",
             "cuMemAlloc failed", "cuStreamCreate failed", "cuStreamSynchronize failed", "cuMemcpyHtoDAsync failed", "cuCtxGetCurrent failed",
             "cuCtxSetCurrent failed", "cuCtxGetDevice failed", "cuMemsetD8 failed", "cudaMemset failed", "cuMemFree failed", "cuStreamDestroy failed",
@@ -307,6 +314,8 @@ pub const RULES: &[WarnRule] = &[
         fix: "leave GPU memory for NCCL (smaller batch, NCCL_BUFFSIZE lower) for out of memory, and for other errors check the node's GPUs and kernel log for Xid lines",
         checks: &["node.gpu.xid", "node.gpu.nvml"],
         examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to disable stream capture mode (999)",
+            "gpu-b:7711:7790 [1] NCCL WARN NET/OFI Unable to allocate flush buffer (-12)",
             "gpu-a:4101:4190 [0] NCCL WARN Cuda failure 'out of memory'",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI cuMemAlloc failed: out of memory",
         ],
@@ -335,6 +344,18 @@ pub const RULES: &[WarnRule] = &[
         checks: &[],
         examples: &["gpu-a:4101:4190 [0] NCCL WARN Mismatched NCCL version detected : rank 0 version 22809 rank 1 version 22703"],
         counter: &["gpu-a:4101:4190 [0] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3a000"],
+    },
+    WarnRule {
+        id: "nccl.peer_address_invalid",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["is neither AF_INET"],
+        what: "NCCL was handed a peer address that is not an IP address",
+        why: "the address comes from the peer's connection handle or the ncclUniqueId, and it is garbage when the peer chose another network (NCCL_NET or a network plugin set or found on some nodes only, so an IB or OFI handle reaches a Socket transport), when ranks run different NCCL versions, or when the program does not pass rank 0's ncclUniqueId intact to every rank, and NCCL 2.29 also hits it on one node with both NCCL_P2P_DISABLE and NCCL_SHM_DISABLE set (NCCL issue 2057)",
+        fix: "run every rank with the same NCCL, network plugin and NCCL_NET (one container image, the same LD_LIBRARY_PATH and NCCL_NET_PLUGIN on every node: compare each host's `Using network` line under NCCL_DEBUG=INFO), broadcast the ncclUniqueId from rank 0 unchanged, and do not disable P2P and SHM together",
+        checks: &["launch.nccl_env"],
+        examples: &["gpu-a:4101:4190 [1] misc/socket.cc:585 NCCL WARN ncclSocketInit: connecting to address 0.0.0.0<0> with family 33022 is neither AF_INET(2) nor AF_INET6(10)"],
+        counter: &["gpu-a:4101:4190 [0] misc/socket.cc:276 NCCL WARN Net : unsupported IP family"],
     },
     WarnRule {
         id: "nccl.rank_mismatch",
@@ -406,6 +427,21 @@ pub const RULES: &[WarnRule] = &[
         counter: &["gpu-a:4101:4190 [0] NCCL WARN Error : could not find CPU close to GPU 0"],
     },
     WarnRule {
+        id: "nccl.topo_limit",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["too many nodes of type", "too many Topo links"],
+        what: "the node's topology is larger than NCCL's fixed limits",
+        why: "NCCL keeps at most a few hundred devices of a kind (GPUs, NICs, PCI switches: 576 in NCCL 2.28, 640 in 2.30) and a fixed number of links per device, and an NCCL_TOPO_FILE that repeats or merges entries (a file for another machine type, or one joined from several nodes' dumps) or a node exposing hundreds of network functions (SR-IOV virtual functions, each a NIC to NCCL) overflows them",
+        fix: "unset NCCL_TOPO_FILE or point it at the file for this machine type, and limit the NICs NCCL considers with NCCL_IB_HCA (e.g. NCCL_IB_HCA=mlx5_0,mlx5_1) or NCCL_SOCKET_IFNAME, then check with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH",
+        checks: &["launch.nccl_env"],
+        examples: &[
+            "gpu-a:4101:4190 [0] topo.cc:104 NCCL WARN Error : tried to create too many nodes of type 3",
+            "gpu-a:4101:4190 [0] topo.cc:175 NCCL WARN Error : too many Topo links (max 128)",
+        ],
+        counter: &["gpu-a:4101:4190 [0] topo.cc:563 NCCL WARN ncclTopoGetDevNodes : too many DEV nodes for busId 1b000 (max 4)"],
+    },
+    WarnRule {
         id: "nccl.topology",
         severity: Severity::NoGo,
         none: &[],
@@ -435,6 +471,7 @@ pub const RULES: &[WarnRule] = &[
         severity: Severity::NoGo,
         none: &["virtual devices", "MR key", "flush buffer"],
         any: &[
+            "Unable to map MR buffer", "pciPath: Allocation failure", "path malloc failed",
             "Failed to allocate", "Unable to allocate", "allocation failed", "Allocation of fi_info failed", "Could not allocate new",
             "Couldn't allocate send", "Couldn't allocate listen_comm", "calloc failure", "Could not extend freelist",
             "Allocating initial freelist entries failed", "Unable to (re)allocate", "Unable to duplicate", "Failed to duplicate",
@@ -444,6 +481,7 @@ pub const RULES: &[WarnRule] = &[
         fix: "check that `srun bash -c 'ulimit -v'` prints unlimited (drop VSizeFactor from slurm.conf or add AS to PropagateResourceLimitsExcept), and give the job more memory (--mem) if the limit is not the cause",
         checks: &[],
         examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to map MR buffer (-12 Cannot allocate memory)",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to allocate send communicator control mailbox",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to allocate freelist block metadata",
         ],
@@ -584,7 +622,7 @@ pub const RULES: &[WarnRule] = &[
         any: &[
             // sockets and Unix sockets
             "pass NULL socket", "file descriptor is -1", "Net : string is null", "Net : unsupported IP family", "invalid socket ", "invalid arguments ops=",
-            "is neither AF_INET", "ncclNetSocketListen dev=", "NET/Socket : unable to allocate", "NET/IB : unable to allocate requests", "socket is invalid", "close failed: ", "test called with NULL request", "Name too large",
+            "ncclNetSocketListen dev=", "NET/Socket : unable to allocate", "NET/IB : unable to allocate requests", "socket is invalid", "close failed: ", "test called with NULL request", "Name too large",
             // the proxy's operation bookkeeping
             "for opId=", "already completed opId=", "match any expected response", "Couldn't find opId", "nonexistent async opId", "dequeue null operation", "Could not find pool of op",
             "List loop at element", "Inactive op has next set", "Proxy append", "Unable to post incomplete proxy op chain", "has no transport for",
@@ -593,7 +631,7 @@ pub const RULES: &[WarnRule] = &[
             // communicator set-up and the topology search
             "should be a diviser", "Group creation failed:", "P2p schedule creation has bugs", "Failed to determine intra proc ranks",
             "Failed to determine local ranks", "tree already has", "Could not find id ", "does not loop back to start", "does not contain rank",
-            "Could not find rev link", "XML Export Channel : rank", "too many nodes of type", "too many Topo links", "ran out of room to store found nodes",
+            "Could not find rev link", "XML Export Channel : rank", "ran out of room to store found nodes",
             "could not find rank", "could not find value", "too many DEV nodes", "MLOPart", "parent is NULL even after fallback",
             // plugins, transports and the device-initiated (GIN/RMA) paths
             "Unknown device code index", "uninitialized netPlugin", "uninitialized ginPlugin", "failed to set the number of devices for netPlugin",
