@@ -199,12 +199,12 @@ pub struct LogFacts {
 /// differently).
 #[derive(Debug, Clone, Default)]
 struct LineCache {
-    /// The `host:pid` part of the last `host:pid:tid` word resolved (`gpu-1:4101`, without
-    /// `:tid`)...
-    key: String,
-    /// ...and the host index and pid it resolved to: that host is in [`LogFacts::hosts`] and the
-    /// pair among its processes.
-    value: Option<(u32, u32)>,
+    /// `host:pid` parts of `host:pid:tid` words resolved before (`gpu-1:4101`, without `:tid`),
+    /// each with the host index and pid it resolved to: that host is in [`LogFacts::hosts`] and
+    /// the pair among its processes. Direct-mapped by [`slot`] (one compare per lookup, however
+    /// many hosts): the ranks of a node interleave their lines, and a slot per process of a node
+    /// keeps them all.
+    slots: Vec<(String, (u32, u32))>,
     /// `last_prefix` was set from a plain line (`host:pid:tid [d]`, checked as
     /// [`LogFacts::scan_plain_nccl_line`] checks it): a line that starts with it and ` NCCL INFO `
     /// is plain too.
@@ -212,6 +212,21 @@ struct LineCache {
     /// The last few `(role, list)` pairs [`LogFacts::interfaces`] read: reading one again adds
     /// nothing (each interface in it is listed already, or the list was full), so it is skipped.
     interface_lists: Vec<(&'static str, String)>,
+    /// Tests: remember nothing (the reference every cached answer is compared with).
+    #[cfg(test)]
+    off: bool,
+}
+
+/// Number of [`LineCache::slots`] (a power of two).
+const SLOTS: usize = 16;
+
+/// The slot of a `host:pid` key: its length and last two bytes (the pid's last digits).
+#[inline]
+fn slot(key: &[u8]) -> usize {
+    let n = key.len();
+    let a = n.checked_sub(1).map_or(0, |i| key[i] as usize);
+    let b = n.checked_sub(2).map_or(0, |i| key[i] as usize);
+    (a + b * 10 + n * 7) % SLOTS
 }
 
 impl PartialEq for LineCache {
@@ -222,16 +237,37 @@ impl PartialEq for LineCache {
 
 impl LineCache {
     /// What [`host_pid`] gives for `word` resolved to (host index, pid), when the part before its
-    /// last `:` is the key and the part after it is a tid (digits): `host_pid` reads nothing else.
+    /// last `:` is a key met before and the part after it is a tid (digits): `host_pid` reads
+    /// nothing else.
     fn get(&self, word: &str) -> Option<(u32, u32)> {
-        let v = self.value?;
+        #[cfg(test)]
+        if self.off {
+            return None;
+        }
+        if self.slots.is_empty() {
+            return None;
+        }
         let b = word.as_bytes();
-        let c2 = self.key.len();
-        (b.len() > c2 + 1
-            && b[c2] == b':'
-            && same_bytes(&b[..c2], self.key.as_bytes())
+        let c2 = b.iter().rposition(|&c| c == b':')?;
+        let (key, v) = &self.slots[slot(&b[..c2])];
+        // c2 > 0: an unused slot's empty key matches nothing.
+        (c2 > 0
+            && b.len() > c2 + 1
+            && same_bytes(&b[..c2], key.as_bytes())
             && b[c2 + 1..].iter().all(u8::is_ascii_digit))
-        .then_some(v)
+        .then_some(*v)
+    }
+
+    /// Remembers that `key` (`host:pid`) resolved to `value`.
+    fn put(&mut self, key: &str, value: (u32, u32)) {
+        if self.slots.is_empty() {
+            // Unused slots: an empty key, which `get` never matches.
+            self.slots = vec![(String::new(), (u32::MAX, 0)); SLOTS];
+        }
+        let (k, v) = &mut self.slots[slot(key.as_bytes())];
+        k.clear();
+        k.push_str(key);
+        *v = value;
     }
 }
 
@@ -247,6 +283,15 @@ pub struct SocketInterface {
 }
 
 impl LogFacts {
+    /// Tests: a scanner that caches nothing between lines (no `host:pid` slots, no interface
+    /// lists), the reference for the caches.
+    #[cfg(test)]
+    pub(crate) fn without_line_cache() -> LogFacts {
+        let mut f = LogFacts::default();
+        f.cache.off = true;
+        f
+    }
+
     /// Number of distinct processes that logged NCCL lines.
     pub fn process_count(&self) -> usize {
         self.pids.len()
@@ -746,9 +791,7 @@ impl LogFacts {
         }
         self.pids.insert((h, pid));
         let key = &word[..word.rfind(':').unwrap_or(0)];
-        self.cache.key.clear();
-        self.cache.key.push_str(key);
-        self.cache.value = Some((h, pid));
+        self.cache.put(key, (h, pid));
     }
 
     fn info(&mut self, msg: &str) {
@@ -768,8 +811,8 @@ impl LogFacts {
                     } else if let Some(u) = rest.strip_prefix("Using ") {
                         let n = count_devices(u);
                         self.ib_nics = self.ib_nics.max(Some(n)).filter(|n| *n > 0);
-                        if let Some((_, oob)) = u.split_once("OOB ") {
-                            self.interfaces(oob, "oob");
+                        if let Some(i) = find_str!(u, "OOB ") {
+                            self.interfaces(&u[i + "OOB ".len()..], "oob");
                         }
                     }
                 } else if let Some(rest) = msg.strip_prefix("NET/Socket : Using ") {
@@ -781,7 +824,10 @@ impl LogFacts {
                 } else if msg.starts_with("NCCL version ") {
                     self.nccl_version_line(msg);
                 } else if msg.starts_with("NCCL_") {
-                    if let Some((name, value)) = msg.split_once(" set by environment to ") {
+                    const SET: &str = " set by environment to ";
+                    if let Some((name, value)) = find_str!(msg, " set by environment to ")
+                        .map(|i| (&msg[..i], &msg[i + SET.len()..]))
+                    {
                         let value = value.trim_end().trim_end_matches('.');
                         if self.env_names.len() < MAX_TRACKED && !self.env_names.contains(name) {
                             self.env_names.insert(name.to_string());
@@ -848,7 +894,7 @@ impl LogFacts {
         if let Some(net) = via.strip_prefix("NET/") {
             self.net_connections += 1;
             let name = net.split('/').next().unwrap_or("");
-            if memchr::memmem::find(net.as_bytes(), b"/GDRDMA").is_some() {
+            if find_str!(net, "/GDRDMA").is_some() {
                 self.gdrdma_connections += 1;
             }
             if !name.is_empty() {
@@ -869,7 +915,7 @@ impl LogFacts {
             }
             return;
         }
-        if let Some(f) = rest.find("NCCL_TOPO_FILE environment variable to ") {
+        if let Some(f) = find_str!(rest, "NCCL_TOPO_FILE environment variable to ") {
             let v = rest[f + "NCCL_TOPO_FILE environment variable to ".len()..].trim();
             self.topo_file = Some(v.to_string());
             return;
@@ -922,6 +968,10 @@ impl LogFacts {
     fn interfaces(&mut self, list: &str, role: &'static str) {
         // Every rank logs the same lists: one read before adds nothing now.
         let seen = &mut self.cache.interface_lists;
+        #[cfg(test)]
+        if self.cache.off {
+            seen.clear();
+        }
         if seen
             .iter()
             .any(|(r, l)| *r == role && same_bytes(l.as_bytes(), list.as_bytes()))
@@ -978,9 +1028,9 @@ pub enum PluginLoad<'a> {
 /// `Failed to find ncclNetPlugin_v6 symbol`, which only means an older plugin API version).
 pub fn plugin_load_error(msg: &str) -> Option<PluginLoad<'_>> {
     // The loader's error: after `dlerror=`, or after `returned N : ` (NCCL 2.12+).
-    let err = if let Some(i) = msg.find("dlerror=") {
+    let err = if let Some(i) = find_str!(msg, "dlerror=") {
         Some(&msg[i + "dlerror=".len()..])
-    } else if let Some(i) = msg.find(" returned ") {
+    } else if let Some(i) = find_str!(msg, " returned ") {
         msg[i..].split_once(" : ").map(|(_, e)| e)
     } else {
         None
@@ -1004,7 +1054,9 @@ pub fn plugin_load_error(msg: &str) -> Option<PluginLoad<'_>> {
         }
         return Some(PluginLoad::Absent);
     }
-    if msg.contains("No plugin found") || msg.contains("Could not find: libnccl-net") {
+    if find_str!(msg, "No plugin found").is_some()
+        || find_str!(msg, "Could not find: libnccl-net").is_some()
+    {
         return Some(PluginLoad::Absent);
     }
     None
@@ -1125,6 +1177,16 @@ fn count_devices(s: &str) -> u32 {
     n
 }
 
+/// The first `$needle` in `$hay` (a `&str`), with the needle's searcher built once per process:
+/// `str::find` builds one per call, which on a line this short costs more than the search.
+macro_rules! find_str {
+    ($hay:expr, $needle:literal) => {{
+        static F: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+        $crate::log::find(&F, $needle, $hay)
+    }};
+}
+pub(crate) use find_str;
+
 /// The number right after the first `$key` in `$s` (`word_after!(msg, " nNodes ")`), with the
 /// key's searcher built once per process (memmem builds one per call otherwise).
 macro_rules! word_after {
@@ -1239,7 +1301,8 @@ pub const NET_INIT_FAILED_WARN: &str = "Failed to initialize any NET plugin";
 /// Whether a WARN message says NCCL found no interface for its sockets (bootstrap.cc's
 /// `Bootstrap : no socket interface found`, the Socket transport's `NET/Socket : no interface found`).
 pub fn is_no_socket_interface_warn(msg: &str) -> bool {
-    msg.contains("no socket interface found") || msg.contains("NET/Socket : no interface found")
+    find_str!(msg, "no socket interface found").is_some()
+        || find_str!(msg, "NET/Socket : no interface found").is_some()
 }
 
 /// Whether a WARN message is a network plugin's own (aws-ofi-nccl only warns about its own failures:
