@@ -597,8 +597,13 @@ impl LogFacts {
         }
         // The first word, `host:pid:tid`, up to a space: a launcher label (`host: `, ending in
         // `:`) would be stripped, and a line starting `NCCL ` has its marker at the start.
-        let Some(sp) = b.iter().position(u8::is_ascii_whitespace) else {
-            return false;
+        let sp = match first_at_most_space(b) {
+            // Every ASCII whitespace byte is <= b' ': none comes before this space.
+            Some(i) if b[i] == b' ' => i,
+            _ => match b.iter().position(u8::is_ascii_whitespace) {
+                Some(i) => i,
+                None => return false,
+            },
         };
         if b[sp] != b' ' || b[sp - 1] == b':' || &b[..sp] == b"NCCL" {
             return false;
@@ -1122,6 +1127,29 @@ fn last_words(s: &str, n: usize) -> impl Iterator<Item = &str> {
     .take(n)
 }
 
+/// Index of the first byte <= `b' '` (a space or a control byte), eight bytes at a time (the
+/// "has a byte less than n" test: the lowest flagged byte is exact).
+#[inline]
+fn first_at_most_space(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = b.chunks_exact(8);
+    let mut at = 0;
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8]));
+        let z = w.wrapping_sub(LO * 0x21) & !w & HI;
+        if z != 0 {
+            return Some(at + (z.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c <= b' ')
+        .map(|p| at + p)
+}
+
 /// `a == b`, eight bytes at a time and without a library call (prefixes and keys are a few dozen
 /// bytes: a call to `memcmp` for each cost more than the comparison).
 #[inline]
@@ -1426,6 +1454,23 @@ mod tests {
         assert_eq!(f.warn_count, 1);
         assert_eq!(f.warns, vec!["Failed to initialize any NET plugin"]);
         assert_eq!(f.hosts, vec!["vm"]);
+    }
+
+    #[test]
+    fn first_at_most_space_is_the_first_byte_at_most_space() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        for len in 0..40 {
+            for fill in [b'a', 0x80, 0xff, b'!'] {
+                for (pos, &c) in bytes.iter().enumerate().step_by(3) {
+                    let mut v = vec![fill; len];
+                    if len > 0 {
+                        v[pos % len] = c;
+                    }
+                    let want = v.iter().position(|&x| x <= b' ');
+                    assert_eq!(first_at_most_space(&v), want, "{v:?}");
+                }
+            }
+        }
     }
 
     #[test]
