@@ -209,6 +209,11 @@ struct LineCache {
     /// [`LogFacts::scan_plain_nccl_line`] checks it): a line that starts with it and ` NCCL INFO `
     /// is plain too.
     plain_prefix: bool,
+    /// With `plain_prefix`: where the `host:pid` part of `last_prefix`'s word ends (the index of
+    /// its last `:`) and the (host index, pid) it resolved to, a pair in [`LogFacts::pids`]. A
+    /// plain prefix with the same `host:pid` and another tid (another thread of that process)
+    /// resolves to it again ([`LogFacts::same_process_as_last`]).
+    plain_pair: Option<(usize, (u32, u32))>,
     /// The last few `(role, list)` pairs [`LogFacts::interfaces`] read: reading one again adds
     /// nothing (each interface in it is listed already, or the list was full), so it is skipped.
     interface_lists: Vec<(&'static str, String)>,
@@ -239,7 +244,7 @@ impl LineCache {
     /// What [`host_pid`] gives for `word` resolved to (host index, pid), when the part before its
     /// last `:` is a key met before and the part after it is a tid (digits): `host_pid` reads
     /// nothing else.
-    fn get(&self, word: &str) -> Option<(u32, u32)> {
+    fn get(&self, word: &str) -> Option<((u32, u32), usize)> {
         #[cfg(test)]
         if self.off {
             return None;
@@ -255,7 +260,7 @@ impl LineCache {
             && b.len() > c2 + 1
             && same_bytes(&b[..c2], key.as_bytes())
             && b[c2 + 1..].iter().all(u8::is_ascii_digit))
-        .then_some(*v)
+        .then_some((*v, c2))
     }
 
     /// Remembers that `key` (`host:pid`) resolved to `value`.
@@ -530,6 +535,7 @@ impl LogFacts {
         if !later.last_prefix.is_empty() {
             self.last_prefix = later.last_prefix;
             self.cache.plain_prefix = false;
+            self.cache.plain_pair = None;
         }
         if let Some((h, pid)) = later.last_pid {
             self.last_pid = Some((map[h as usize], pid));
@@ -626,11 +632,43 @@ impl LogFacts {
         };
         let msg = &line[at + 10..];
         self.nccl_lines += 1;
-        self.trimmed_prefix(&line[..at - 1], Some(&line[..sp]));
+        if !self.same_process_as_last(&line[..at - 1], sp) {
+            self.trimmed_prefix(&line[..at - 1], Some(&line[..sp]));
+        }
         if is_warn {
             self.warn(msg.trim_end());
         } else {
             self.info(msg);
+        }
+        true
+    }
+
+    /// For a plain prefix `host:pid:tid [d]` whose word ends at `sp`: when it names the process
+    /// the last plain prefix named (same `host:pid`, a tid of digits) and that process is in
+    /// `pids`, does what [`LogFacts::trimmed_prefix`] would do (keep the prefix, point
+    /// `last_host` and `last_pid` at that process) without resolving the word again, and returns
+    /// `true`; returns `false` having done nothing otherwise.
+    fn same_process_as_last(&mut self, prefix: &str, sp: usize) -> bool {
+        #[cfg(test)]
+        if self.cache.off {
+            return false;
+        }
+        let Some((k, (h, pid))) = self.cache.plain_pair.filter(|_| self.cache.plain_prefix) else {
+            return false;
+        };
+        let (b, lp) = (prefix.as_bytes(), self.last_prefix.as_bytes());
+        if sp <= k + 1
+            || lp.len() <= k
+            || !same_bytes(&b[..=k], &lp[..=k])
+            || !b[k + 1..sp].iter().all(u8::is_ascii_digit)
+        {
+            return false;
+        }
+        if !same_bytes(b, lp) {
+            self.last_prefix.clear();
+            self.last_prefix.push_str(prefix);
+            self.last_host = Some(h);
+            self.last_pid = Some((h, pid));
         }
         true
     }
@@ -752,7 +790,9 @@ impl LogFacts {
         }
         self.last_prefix.clear();
         self.last_prefix.push_str(prefix);
-        self.cache.plain_prefix = word.is_some();
+        let plain = word.is_some();
+        self.cache.plain_prefix = plain;
+        self.cache.plain_pair = None;
         let first = self.first_prefix.is_none();
         if first {
             self.first_prefix = Some((prefix.to_string(), None));
@@ -762,9 +802,12 @@ impl LogFacts {
         let mut found = None;
         let n = if word.is_some() { 0 } else { 6 };
         for w in last_words(prefix, n).chain(word) {
-            if let Some((h, pid)) = self.cache.get(w).filter(|_| !first) {
+            if let Some(((h, pid), c2)) = self.cache.get(w).filter(|_| !first) {
                 self.last_host = Some(h);
                 self.last_pid = Some((h, pid));
+                if plain {
+                    self.cache.plain_pair = Some((c2, (h, pid)));
+                }
                 return;
             }
             if let Some(hp) = host_pid(w) {
@@ -797,6 +840,9 @@ impl LogFacts {
         self.pids.insert((h, pid));
         let key = &word[..word.rfind(':').unwrap_or(0)];
         self.cache.put(key, (h, pid));
+        if plain {
+            self.cache.plain_pair = Some((key.len(), (h, pid)));
+        }
     }
 
     fn info(&mut self, msg: &str) {

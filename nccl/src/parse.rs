@@ -639,7 +639,7 @@ mod tests {
             })
             .filter(|(_, d)| !looks_like_json(d))
             .collect();
-        for (h, p) in [(1, 3), (4, 40), (50, 400)] {
+        for (h, p) in [(1, 1), (2, 2), (1, 3), (4, 40), (50, 400)] {
             inputs.push((
                 format!("{p} processes on {h} hosts"),
                 interleaved(h, p, 5000).into_bytes(),
