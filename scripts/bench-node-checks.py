@@ -2,7 +2,7 @@
 """Side-by-side wall and CPU time of launchguard's node check suite and LBNL NHC running the equivalent
 checks, medians of interleaved runs and their ratios, printed in one run.
 
-  scripts/bench-node-checks.py [--runs N] [--nhc-dir DIR] [--rt]
+  scripts/bench-node-checks.py [--runs N] [--nhc-dir DIR] [--rt] [--lg BIN] [--before BIN]
 
 NHC is not packaged for Debian: build it from its public source (github.com/mej/nhc, 1.4.3) in /tmp
 and point --nhc-dir at either its install prefix (`./autogen.sh && ./configure --prefix=/tmp/nhc33
@@ -26,6 +26,10 @@ getrusage) is what the node pays and moves far less with the machine's load. The
 interleaved so machine noise hits every side alike. --rt runs every side at SCHED_FIFO priority 1
 (`chrt -f 1`), so on a shared machine a run is not queued behind other jobs' CPU time: the wall
 time of a quiet node (a daemon a run talks to, munged, still runs at its own priority).
+--before BIN adds `BIN check` (an earlier build) to the same interleaved runs and prints the
+before/after ratios of its median wall and CPU time (and checks that both give the same results).
+The last line is the verdict against issue 33's target (median wall <= 5 ms over the runs), with
+the median CPU time beside it, and the exact command line is printed first.
 """
 import argparse
 import json
@@ -86,14 +90,19 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--nhc-dir", default=None)
     ap.add_argument("--rt", action="store_true", help="run every side under chrt -f 1 (see above)")
+    ap.add_argument("--lg", default=LG, help="the launchguard binary measured (default: %(default)s)")
+    ap.add_argument("--before", default=None, help="an earlier launchguard binary, measured in the same runs")
     a = ap.parse_args()
+    print("command:", " ".join([sys.argv[0]] + sys.argv[1:]))
     dirs = [a.nhc_dir] if a.nhc_dir else ["/tmp/nhc33", "/tmp/nhc"]
     layout = next((l for l in map(nhc_layout, dirs) if l), None)
     if layout is None:
         sys.exit(f"bench: no NHC in {' or '.join(dirs)}: build LBNL NHC there (see --help)")
     nhc, incdir, helperdir = layout
-    if not os.access(LG, os.X_OK):
-        sys.exit(f"bench: build first: cargo build --release -p launchguard ({LG})")
+    if not os.access(a.lg, os.X_OK):
+        sys.exit(f"bench: build first: cargo build --release -p launchguard ({a.lg})")
+    if a.before and not os.access(a.before, os.X_OK):
+        sys.exit(f"bench: --before {a.before}: not an executable")
     host = open("/proc/sys/kernel/hostname").read().strip()
     d = tempfile.mkdtemp(prefix="lg-bench-nhc-")
     conf = os.path.join(d, "nhc.conf")
@@ -112,8 +121,8 @@ def main():
     # An empty launchguard config: the defaults (a config path must name a regular file).
     lg_conf = os.path.join(d, "launchguard.toml")
     open(lg_conf, "w").close()
-    lg = [LG, "check", "--json", "--config", lg_conf]
-    families = json.loads(subprocess.run([LG, "list-checks", "--json"], capture_output=True, text=True).stdout)
+    lg = [a.lg, "check", "--json", "--config", lg_conf]
+    families = json.loads(subprocess.run([a.lg, "list-checks", "--json"], capture_output=True, text=True).stdout)
     gpu_fams = ["gpu", "imex"]
     other = sorted({c["family"] for c in families} - set(gpu_fams))
     only = lambda fams: [x for f in fams for x in ("--only", f"node.{f}")]
@@ -125,6 +134,8 @@ def main():
         ("lg_gpu", "launchguard check --only node.gpu --only node.imex", pre + lg + only(gpu_fams), True),
         ("lg_equiv_cli", "launchguard check --only munge,hostname,slurm_conf", pre + lg + only(["munge", "hostname", "slurm_conf"]), True),
     ]
+    if a.before:
+        sides.append(("lg_before", "--before: launchguard check, every check", pre + [a.before] + lg[1:], True))
     # One run first: the answers launchguard keeps between runs (/run/launchguard/cache: slurmd -V,
     # scontrol's PlugStackConfig, the pmix plugin's directories) are stored, as on any node after
     # its first check; NHC gets the same warm-up.
@@ -133,6 +144,7 @@ def main():
     wall = {k: [] for k, *_ in sides}
     cpu = {k: [] for k, *_ in sides}
     suite = []
+    results = None
     checks = 0
     for _ in range(a.runs):
         for k, _, argv, cap in sides:
@@ -145,6 +157,12 @@ def main():
                 rep = json.loads(p.stdout)
                 suite.append(rep["duration_ms"])
                 checks = len(rep["checks"])
+                results = [(c["id"], c["status"], c["message"]) for c in rep["checks"]]
+            if k == "lg_before":
+                before = [(c["id"], c["status"], c["message"]) for c in json.loads(p.stdout)["checks"]]
+                if before != results:
+                    diff = [x for x in zip(before, results) if x[0] != x[1]][:3]
+                    print(f"bench: --before gives other results than {a.lg}: {diff}")
     n_wall, n_cpu = statistics.median(wall["nhc"]), statistics.median(cpu["nhc"])
     load = open("/proc/loadavg").read().split()[0]
     print(f"{a.runs} interleaved runs on {host} ({os.cpu_count()} CPUs, load average {load}){' under chrt -f 1' if a.rt else ''}")
@@ -156,9 +174,14 @@ def main():
     med, p90 = summary(suite)
     print(f"{'launchguard suite inside the process (agent cycle)':<58} {med:>8.2f} {p90:>7.2f} {n_wall / med:>8.1f}x")
     med = statistics.median(wall["lg_cli"])
+    med_cpu = statistics.median(cpu["lg_cli"])
     floor = statistics.median(wall["true"])
+    if a.before:
+        bw, bc = statistics.median(wall["lg_before"]), statistics.median(cpu["lg_before"])
+        print(f"before/after ({a.before} / {a.lg}): wall {bw:.2f} / {med:.2f} ms = {bw / med:.2f}x, "
+              f"CPU {bc:.2f} / {med_cpu:.2f} ms = {bc / med_cpu:.2f}x")
     print(f"launchguard check ({checks} checks) median wall {med:.2f} ms: {'<=' if med <= 5 else '>'} 5 ms (issue 33's target); "
-          f"{med - floor:.2f} ms above /bin/true's {floor:.2f} ms")
+          f"median CPU {med_cpu:.2f} ms; {med - floor:.2f} ms wall above /bin/true's {floor:.2f} ms")
 
 
 if __name__ == "__main__":

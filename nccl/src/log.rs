@@ -199,19 +199,39 @@ pub struct LogFacts {
 /// differently).
 #[derive(Debug, Clone, Default)]
 struct LineCache {
-    /// The `host:pid` part of the last `host:pid:tid` word resolved (`gpu-1:4101`, without
-    /// `:tid`)...
-    key: String,
-    /// ...and the host index and pid it resolved to: that host is in [`LogFacts::hosts`] and the
-    /// pair among its processes.
-    value: Option<(u32, u32)>,
+    /// `host:pid` parts of `host:pid:tid` words resolved before (`gpu-1:4101`, without `:tid`),
+    /// each with the host index and pid it resolved to: that host is in [`LogFacts::hosts`] and
+    /// the pair among its processes. Direct-mapped by [`slot`] (one compare per lookup, however
+    /// many hosts): the ranks of a node interleave their lines, and a slot per process of a node
+    /// keeps them all.
+    slots: Vec<(String, (u32, u32))>,
     /// `last_prefix` was set from a plain line (`host:pid:tid [d]`, checked as
     /// [`LogFacts::scan_plain_nccl_line`] checks it): a line that starts with it and ` NCCL INFO `
     /// is plain too.
     plain_prefix: bool,
+    /// With `plain_prefix`: where the `host:pid` part of `last_prefix`'s word ends (the index of
+    /// its last `:`) and the (host index, pid) it resolved to, a pair in [`LogFacts::pids`]. A
+    /// plain prefix with the same `host:pid` and another tid (another thread of that process)
+    /// resolves to it again ([`LogFacts::same_process_as_last`]).
+    plain_pair: Option<(usize, (u32, u32))>,
     /// The last few `(role, list)` pairs [`LogFacts::interfaces`] read: reading one again adds
     /// nothing (each interface in it is listed already, or the list was full), so it is skipped.
     interface_lists: Vec<(&'static str, String)>,
+    /// Tests: remember nothing (the reference every cached answer is compared with).
+    #[cfg(test)]
+    off: bool,
+}
+
+/// Number of [`LineCache::slots`] (a power of two).
+const SLOTS: usize = 16;
+
+/// The slot of a `host:pid` key: its length and last two bytes (the pid's last digits).
+#[inline]
+fn slot(key: &[u8]) -> usize {
+    let n = key.len();
+    let a = n.checked_sub(1).map_or(0, |i| key[i] as usize);
+    let b = n.checked_sub(2).map_or(0, |i| key[i] as usize);
+    (a + b * 10 + n * 7) % SLOTS
 }
 
 impl PartialEq for LineCache {
@@ -222,16 +242,37 @@ impl PartialEq for LineCache {
 
 impl LineCache {
     /// What [`host_pid`] gives for `word` resolved to (host index, pid), when the part before its
-    /// last `:` is the key and the part after it is a tid (digits): `host_pid` reads nothing else.
-    fn get(&self, word: &str) -> Option<(u32, u32)> {
-        let v = self.value?;
+    /// last `:` is a key met before and the part after it is a tid (digits): `host_pid` reads
+    /// nothing else.
+    fn get(&self, word: &str) -> Option<((u32, u32), usize)> {
+        #[cfg(test)]
+        if self.off {
+            return None;
+        }
+        if self.slots.is_empty() {
+            return None;
+        }
         let b = word.as_bytes();
-        let c2 = self.key.len();
-        (b.len() > c2 + 1
-            && b[c2] == b':'
-            && same_bytes(&b[..c2], self.key.as_bytes())
+        let c2 = b.iter().rposition(|&c| c == b':')?;
+        let (key, v) = &self.slots[slot(&b[..c2])];
+        // c2 > 0: an unused slot's empty key matches nothing.
+        (c2 > 0
+            && b.len() > c2 + 1
+            && same_bytes(&b[..c2], key.as_bytes())
             && b[c2 + 1..].iter().all(u8::is_ascii_digit))
-        .then_some(v)
+        .then_some((*v, c2))
+    }
+
+    /// Remembers that `key` (`host:pid`) resolved to `value`.
+    fn put(&mut self, key: &str, value: (u32, u32)) {
+        if self.slots.is_empty() {
+            // Unused slots: an empty key, which `get` never matches.
+            self.slots = vec![(String::new(), (u32::MAX, 0)); SLOTS];
+        }
+        let (k, v) = &mut self.slots[slot(key.as_bytes())];
+        k.clear();
+        k.push_str(key);
+        *v = value;
     }
 }
 
@@ -247,6 +288,15 @@ pub struct SocketInterface {
 }
 
 impl LogFacts {
+    /// Tests: a scanner that caches nothing between lines (no `host:pid` slots, no interface
+    /// lists), the reference for the caches.
+    #[cfg(test)]
+    pub(crate) fn without_line_cache() -> LogFacts {
+        let mut f = LogFacts::default();
+        f.cache.off = true;
+        f
+    }
+
     /// Number of distinct processes that logged NCCL lines.
     pub fn process_count(&self) -> usize {
         self.pids.len()
@@ -485,6 +535,7 @@ impl LogFacts {
         if !later.last_prefix.is_empty() {
             self.last_prefix = later.last_prefix;
             self.cache.plain_prefix = false;
+            self.cache.plain_pair = None;
         }
         if let Some((h, pid)) = later.last_pid {
             self.last_pid = Some((map[h as usize], pid));
@@ -552,8 +603,13 @@ impl LogFacts {
         }
         // The first word, `host:pid:tid`, up to a space: a launcher label (`host: `, ending in
         // `:`) would be stripped, and a line starting `NCCL ` has its marker at the start.
-        let Some(sp) = b.iter().position(u8::is_ascii_whitespace) else {
-            return false;
+        let sp = match first_at_most_space(b) {
+            // Every ASCII whitespace byte is <= b' ': none comes before this space.
+            Some(i) if b[i] == b' ' => i,
+            _ => match b.iter().position(u8::is_ascii_whitespace) {
+                Some(i) => i,
+                None => return false,
+            },
         };
         if b[sp] != b' ' || b[sp - 1] == b':' || &b[..sp] == b"NCCL" {
             return false;
@@ -576,11 +632,43 @@ impl LogFacts {
         };
         let msg = &line[at + 10..];
         self.nccl_lines += 1;
-        self.trimmed_prefix(&line[..at - 1], Some(&line[..sp]));
+        if !self.same_process_as_last(&line[..at - 1], sp) {
+            self.trimmed_prefix(&line[..at - 1], Some(&line[..sp]));
+        }
         if is_warn {
             self.warn(msg.trim_end());
         } else {
             self.info(msg);
+        }
+        true
+    }
+
+    /// For a plain prefix `host:pid:tid [d]` whose word ends at `sp`: when it names the process
+    /// the last plain prefix named (same `host:pid`, a tid of digits) and that process is in
+    /// `pids`, does what [`LogFacts::trimmed_prefix`] would do (keep the prefix, point
+    /// `last_host` and `last_pid` at that process) without resolving the word again, and returns
+    /// `true`; returns `false` having done nothing otherwise.
+    fn same_process_as_last(&mut self, prefix: &str, sp: usize) -> bool {
+        #[cfg(test)]
+        if self.cache.off {
+            return false;
+        }
+        let Some((k, (h, pid))) = self.cache.plain_pair.filter(|_| self.cache.plain_prefix) else {
+            return false;
+        };
+        let (b, lp) = (prefix.as_bytes(), self.last_prefix.as_bytes());
+        if sp <= k + 1
+            || lp.len() <= k
+            || !same_bytes(&b[..=k], &lp[..=k])
+            || !b[k + 1..sp].iter().all(u8::is_ascii_digit)
+        {
+            return false;
+        }
+        if !same_bytes(b, lp) {
+            self.last_prefix.clear();
+            self.last_prefix.push_str(prefix);
+            self.last_host = Some(h);
+            self.last_pid = Some((h, pid));
         }
         true
     }
@@ -702,7 +790,9 @@ impl LogFacts {
         }
         self.last_prefix.clear();
         self.last_prefix.push_str(prefix);
-        self.cache.plain_prefix = word.is_some();
+        let plain = word.is_some();
+        self.cache.plain_prefix = plain;
+        self.cache.plain_pair = None;
         let first = self.first_prefix.is_none();
         if first {
             self.first_prefix = Some((prefix.to_string(), None));
@@ -712,9 +802,12 @@ impl LogFacts {
         let mut found = None;
         let n = if word.is_some() { 0 } else { 6 };
         for w in last_words(prefix, n).chain(word) {
-            if let Some((h, pid)) = self.cache.get(w).filter(|_| !first) {
+            if let Some(((h, pid), c2)) = self.cache.get(w).filter(|_| !first) {
                 self.last_host = Some(h);
                 self.last_pid = Some((h, pid));
+                if plain {
+                    self.cache.plain_pair = Some((c2, (h, pid)));
+                }
                 return;
             }
             if let Some(hp) = host_pid(w) {
@@ -746,9 +839,10 @@ impl LogFacts {
         }
         self.pids.insert((h, pid));
         let key = &word[..word.rfind(':').unwrap_or(0)];
-        self.cache.key.clear();
-        self.cache.key.push_str(key);
-        self.cache.value = Some((h, pid));
+        self.cache.put(key, (h, pid));
+        if plain {
+            self.cache.plain_pair = Some((key.len(), (h, pid)));
+        }
     }
 
     fn info(&mut self, msg: &str) {
@@ -768,8 +862,8 @@ impl LogFacts {
                     } else if let Some(u) = rest.strip_prefix("Using ") {
                         let n = count_devices(u);
                         self.ib_nics = self.ib_nics.max(Some(n)).filter(|n| *n > 0);
-                        if let Some((_, oob)) = u.split_once("OOB ") {
-                            self.interfaces(oob, "oob");
+                        if let Some(i) = find_str!(u, "OOB ") {
+                            self.interfaces(&u[i + "OOB ".len()..], "oob");
                         }
                     }
                 } else if let Some(rest) = msg.strip_prefix("NET/Socket : Using ") {
@@ -781,7 +875,10 @@ impl LogFacts {
                 } else if msg.starts_with("NCCL version ") {
                     self.nccl_version_line(msg);
                 } else if msg.starts_with("NCCL_") {
-                    if let Some((name, value)) = msg.split_once(" set by environment to ") {
+                    const SET: &str = " set by environment to ";
+                    if let Some((name, value)) = find_str!(msg, " set by environment to ")
+                        .map(|i| (&msg[..i], &msg[i + SET.len()..]))
+                    {
                         let value = value.trim_end().trim_end_matches('.');
                         if self.env_names.len() < MAX_TRACKED && !self.env_names.contains(name) {
                             self.env_names.insert(name.to_string());
@@ -848,7 +945,7 @@ impl LogFacts {
         if let Some(net) = via.strip_prefix("NET/") {
             self.net_connections += 1;
             let name = net.split('/').next().unwrap_or("");
-            if memchr::memmem::find(net.as_bytes(), b"/GDRDMA").is_some() {
+            if find_str!(net, "/GDRDMA").is_some() {
                 self.gdrdma_connections += 1;
             }
             if !name.is_empty() {
@@ -869,7 +966,7 @@ impl LogFacts {
             }
             return;
         }
-        if let Some(f) = rest.find("NCCL_TOPO_FILE environment variable to ") {
+        if let Some(f) = find_str!(rest, "NCCL_TOPO_FILE environment variable to ") {
             let v = rest[f + "NCCL_TOPO_FILE environment variable to ".len()..].trim();
             self.topo_file = Some(v.to_string());
             return;
@@ -922,6 +1019,10 @@ impl LogFacts {
     fn interfaces(&mut self, list: &str, role: &'static str) {
         // Every rank logs the same lists: one read before adds nothing now.
         let seen = &mut self.cache.interface_lists;
+        #[cfg(test)]
+        if self.cache.off {
+            seen.clear();
+        }
         if seen
             .iter()
             .any(|(r, l)| *r == role && same_bytes(l.as_bytes(), list.as_bytes()))
@@ -978,9 +1079,9 @@ pub enum PluginLoad<'a> {
 /// `Failed to find ncclNetPlugin_v6 symbol`, which only means an older plugin API version).
 pub fn plugin_load_error(msg: &str) -> Option<PluginLoad<'_>> {
     // The loader's error: after `dlerror=`, or after `returned N : ` (NCCL 2.12+).
-    let err = if let Some(i) = msg.find("dlerror=") {
+    let err = if let Some(i) = find_str!(msg, "dlerror=") {
         Some(&msg[i + "dlerror=".len()..])
-    } else if let Some(i) = msg.find(" returned ") {
+    } else if let Some(i) = find_str!(msg, " returned ") {
         msg[i..].split_once(" : ").map(|(_, e)| e)
     } else {
         None
@@ -1004,7 +1105,9 @@ pub fn plugin_load_error(msg: &str) -> Option<PluginLoad<'_>> {
         }
         return Some(PluginLoad::Absent);
     }
-    if msg.contains("No plugin found") || msg.contains("Could not find: libnccl-net") {
+    if find_str!(msg, "No plugin found").is_some()
+        || find_str!(msg, "Could not find: libnccl-net").is_some()
+    {
         return Some(PluginLoad::Absent);
     }
     None
@@ -1070,6 +1173,29 @@ fn last_words(s: &str, n: usize) -> impl Iterator<Item = &str> {
     .take(n)
 }
 
+/// Index of the first byte <= `b' '` (a space or a control byte), eight bytes at a time (the
+/// "has a byte less than n" test: the lowest flagged byte is exact).
+#[inline]
+fn first_at_most_space(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = b.chunks_exact(8);
+    let mut at = 0;
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0xff; 8]));
+        let z = w.wrapping_sub(LO * 0x21) & !w & HI;
+        if z != 0 {
+            return Some(at + (z.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c <= b' ')
+        .map(|p| at + p)
+}
+
 /// `a == b`, eight bytes at a time and without a library call (prefixes and keys are a few dozen
 /// bytes: a call to `memcmp` for each cost more than the comparison).
 #[inline]
@@ -1124,6 +1250,16 @@ fn count_devices(s: &str) -> u32 {
     }
     n
 }
+
+/// The first `$needle` in `$hay` (a `&str`), with the needle's searcher built once per process:
+/// `str::find` builds one per call, which on a line this short costs more than the search.
+macro_rules! find_str {
+    ($hay:expr, $needle:literal) => {{
+        static F: std::sync::OnceLock<memchr::memmem::Finder<'static>> = std::sync::OnceLock::new();
+        $crate::log::find(&F, $needle, $hay)
+    }};
+}
+pub(crate) use find_str;
 
 /// The number right after the first `$key` in `$s` (`word_after!(msg, " nNodes ")`), with the
 /// key's searcher built once per process (memmem builds one per call otherwise).
@@ -1239,7 +1375,8 @@ pub const NET_INIT_FAILED_WARN: &str = "Failed to initialize any NET plugin";
 /// Whether a WARN message says NCCL found no interface for its sockets (bootstrap.cc's
 /// `Bootstrap : no socket interface found`, the Socket transport's `NET/Socket : no interface found`).
 pub fn is_no_socket_interface_warn(msg: &str) -> bool {
-    msg.contains("no socket interface found") || msg.contains("NET/Socket : no interface found")
+    find_str!(msg, "no socket interface found").is_some()
+        || find_str!(msg, "NET/Socket : no interface found").is_some()
 }
 
 /// Whether a WARN message is a network plugin's own (aws-ofi-nccl only warns about its own failures:
@@ -1363,6 +1500,23 @@ mod tests {
         assert_eq!(f.warn_count, 1);
         assert_eq!(f.warns, vec!["Failed to initialize any NET plugin"]);
         assert_eq!(f.hosts, vec!["vm"]);
+    }
+
+    #[test]
+    fn first_at_most_space_is_the_first_byte_at_most_space() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        for len in 0..40 {
+            for fill in [b'a', 0x80, 0xff, b'!'] {
+                for (pos, &c) in bytes.iter().enumerate().step_by(3) {
+                    let mut v = vec![fill; len];
+                    if len > 0 {
+                        v[pos % len] = c;
+                    }
+                    let want = v.iter().position(|&x| x <= b' ');
+                    assert_eq!(first_at_most_space(&v), want, "{v:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -66,7 +66,8 @@ pub fn scan_file(f: &File, len: u64, piece: u64) -> Result<Parsed, ParseError> {
 
 /// Feeds bytes `a..b` of `f` to `s`.
 fn read_range(f: &File, a: u64, b: u64, s: &mut Scanner) -> std::io::Result<()> {
-    let mut buf = vec![0u8; CHUNK];
+    let (mut store, off) = crate::parse::line_aligned_buf(CHUNK);
+    let buf = &mut store[off..off + CHUNK];
     let mut at = a;
     while at < b {
         let want = ((b - at) as usize).min(CHUNK);

@@ -273,25 +273,76 @@ pub fn expand(pattern: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
 
 /// The name a plugin goes by: a [`KNOWN_BY_OPTIONS`] name when its .so holds all that plugin's
 /// option names, else its file name.
+///
+/// Kept between runs in [`disk_cache`] under the .so's stat ([`disk_cache::stat_key`]: device,
+/// inode, size, mtime and ctime in nanoseconds): the answer depends on the file's bytes alone, and
+/// a rebuilt, rewritten, replaced or renamed-over .so has another stat, so it is read again. Reading
+/// the whole .so (a MB or more) was most of a check run's wall time. A .so that could not be read
+/// is not stored.
 fn identify(so: &Path) -> String {
     let base = so
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // SPANK plugins are a few MB at most; 64 MiB bounds a wrong file.
-    let Ok(bytes) = super::util::read_bytes(so, 64 << 20) else {
+    let key = disk_cache::stat_key(so);
+    let entry = cache_name(so);
+    if let Some(v) = key
+        .as_deref()
+        .and_then(|k| disk_cache::get(&entry, k, None))
+    {
+        return v;
+    }
+    let Some(known) = known_by_options(so) else {
         return base;
     };
+    let name = known.map_or(base, str::to_string);
+    if let Some(k) = key {
+        disk_cache::put(&entry, &k, &name);
+    }
+    name
+}
+
+/// The [`disk_cache`] entry name of a .so: its file name (letters, digits, `.`, `_`) and a hash of
+/// its whole path (two plugins of one name in two directories get two entries).
+fn cache_name(so: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let base: String = so
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let h = Sha256::digest(so.as_os_str().as_encoded_bytes());
+    format!(
+        "plugstack-so-{base}-{:x}",
+        u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+    )
+}
+
+/// Which [`KNOWN_BY_OPTIONS`] plugin the .so is (`Some(None)`: none of them), or `None` when it
+/// could not be read. An option name counts when the .so holds it as a C string (followed by NUL).
+fn known_by_options(so: &Path) -> Option<Option<&'static str>> {
+    // SPANK plugins are a few MB at most; 64 MiB bounds a wrong file.
+    let bytes = super::util::read_bytes(so, 64 << 20).ok()?;
     let holds = |needle: &str| {
-        let n = needle.as_bytes();
-        bytes
-            .windows(n.len() + 1)
-            .any(|w| &w[..n.len()] == n && w[n.len()] == 0)
+        let mut c = needle.as_bytes().to_vec();
+        c.push(0);
+        memchr::memmem::find(&bytes, &c).is_some()
     };
-    KNOWN_BY_OPTIONS
-        .iter()
-        .find(|(_, opts)| opts.iter().all(|o| holds(o)))
-        .map_or(base, |(n, _)| (*n).to_string())
+    Some(
+        KNOWN_BY_OPTIONS
+            .iter()
+            .find(|(_, opts)| opts.iter().all(|o| holds(o)))
+            .map(|(n, _)| *n),
+    )
 }
 
 fn walk(
@@ -449,6 +500,39 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The name is read from the .so's bytes, and (as root, where it is kept between runs) a
+    /// rewritten .so is read again: the kept answer never outlives the file it was read from.
+    #[test]
+    fn a_plugin_is_named_by_its_options_and_a_rewritten_so_is_read_again() {
+        let d = std::env::temp_dir().join(format!("lg-identify-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        let so = d.join("spank_x.so");
+        let pyxis = b"\x7fELF..container-image\0container-mounts\0container-workdir\0..";
+        std::fs::write(&so, pyxis).unwrap();
+        assert_eq!(identify(&so), "pyxis");
+        assert_eq!(identify(&so), "pyxis", "the kept answer");
+        // One option name only as part of a longer string: not that plugin.
+        std::fs::write(
+            &so,
+            b"container-image\0container-mounts-x\0container-workdir\0",
+        )
+        .unwrap();
+        assert_eq!(identify(&so), "spank_x.so");
+        std::fs::write(&so, pyxis).unwrap();
+        assert_eq!(identify(&so), "pyxis");
+        // Unreadable (a directory in its place): the file name, and nothing kept.
+        std::fs::remove_file(&so).unwrap();
+        std::fs::create_dir(&so).unwrap();
+        assert_eq!(identify(&so), "spank_x.so");
+        if nix::unistd::geteuid().is_root() {
+            let k = disk_cache::stat_key(&so).unwrap();
+            assert_eq!(disk_cache::get(&cache_name(&so), &k, None), None);
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+        let _ = std::fs::remove_file(Path::new(disk_cache::DIR).join(cache_name(&so)));
+    }
 
     #[test]
     fn a_fifo_named_as_the_plugin_is_refused_without_blocking() {
