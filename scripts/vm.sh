@@ -53,6 +53,11 @@ SUITE=${LG_VM_RELEASE:-trixie}
 case "$SUITE" in trixie | sid) ;; *) printf 'vm: error: LG_VM_RELEASE must be trixie or sid, not %s\n' "$SUITE" >&2; exit 2 ;; esac
 CACHE=${LG_VM_CACHE:-/srv/lg-vm}
 RFS=$CACHE/rootfs-$SUITE
+# Where a running VM keeps its QEMU pid file, console log and share: /run/lg-vm for the default cache,
+# and for any other cache a directory named after the cache's path (LG_VM_CACHE=/srv/lg-vm-fresh:
+# /run/lg-vm-_srv_lg-vm-fresh), so that a VM booted from another cache never takes, stops or deletes
+# the files of the default one's (and the other way round).
+if [ "$CACHE" = /srv/lg-vm ]; then RUNBASE=/run/lg-vm; else RUNBASE=/run/lg-vm-$(printf %s "$CACHE" | tr -c 'A-Za-z0-9.-' _); fi
 # LG_VM_NODES=2: `up` boots two VMs, gpunode1 (slurmctld and slurmd) and gpunode2 (slurmd), joined by
 # one private virtual link: QEMU's socket network backend, UDP unicast between two ports on the host's
 # loopback (nothing else can reach it), 10.79.0.11 and .12 inside. LG_VM_NODE=2 makes run, put and
@@ -61,12 +66,12 @@ NODES=${LG_VM_NODES:-1}
 case "$NODES" in 1 | 2) ;; *) printf 'vm: error: LG_VM_NODES must be 1 or 2, not %s\n' "$NODES" >&2; exit 2 ;; esac
 # The link's UDP ports on 127.0.0.1: node K listens on PORT0+K (trixie and sid apart).
 case "$SUITE" in trixie) PORT0=17910 ;; sid) PORT0=17920 ;; esac
-# node K: sets NAME, RUN (its QEMU's pid file, console log and share; node 1's is /run/lg-vm/SUITE as
+# node K: sets NAME, RUN (its QEMU's pid file, console log and share; node 1's is RUNBASE/SUITE as
 # before) and IMG (its disk image).
 node() {
   K=$1
   NAME=gpunode$K
-  if [ "$K" = 1 ]; then RUN=/run/lg-vm/$SUITE IMG=$CACHE/disk-$SUITE.img; else RUN=/run/lg-vm/$SUITE-$NAME IMG=$CACHE/disk-$SUITE-$NAME.img; fi
+  if [ "$K" = 1 ]; then RUN=$RUNBASE/$SUITE IMG=$CACHE/disk-$SUITE.img; else RUN=$RUNBASE/$SUITE-$NAME IMG=$CACHE/disk-$SUITE-$NAME.img; fi
   SHARE=$RUN/share
 }
 node "${LG_VM_NODE:-1}"
