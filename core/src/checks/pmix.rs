@@ -100,6 +100,8 @@ pub struct LocalMpi {
     pub plugin: Option<PmixPlugin>,
     /// The package that provides the library here (for the fix).
     pub lib_package: &'static str,
+    /// How an admin gets the pmix plugin here ([`crate::host::mpi::plugin_source`]), for the fix.
+    pub plugin_source: &'static str,
 }
 
 /// Judges an srun that loads a pmix plugin against this node's plugins: an error when the plugin or
@@ -122,8 +124,8 @@ pub fn check_srun(req: &MpiRequest, local: &LocalMpi) -> Vec<Finding> {
         let fix = match (others_pmix.first(), req.source) {
             (Some(o), MpiSource::MpiDefault) => format!("pass --mpi={o} to srun (srun --mpi=list shows what this node offers); admin: set MpiDefault={o} in slurm.conf"),
             (Some(o), _) => format!("use --mpi={o} (srun --mpi=list shows what this node offers)"),
-            (None, MpiSource::MpiDefault) => "pass --mpi=pmi2 (or --mpi=none) to srun if your MPI can use it; admin: install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node, or set MpiDefault=none".to_string(),
-            (None, _) => "use --mpi=pmi2 (or --mpi=none) if your MPI can use it; admin: install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node".to_string(),
+            (None, MpiSource::MpiDefault) => format!("pass --mpi=pmi2 (or --mpi=none) to srun if your MPI can use it; admin: {}, or set MpiDefault=none", local.plugin_source),
+            (None, _) => format!("use --mpi=pmi2 (or --mpi=none) if your MPI can use it; admin: {}", local.plugin_source),
         };
         return vec![Finding {
             check: CheckKind::Pmix,
@@ -279,6 +281,8 @@ mod tests {
                 lib,
             }),
             lib_package: "libpmix2",
+            // Debian sid's Slurm 26.05.5, whose PluginDir offers cray_shasta, none and pmi2
+            plugin_source: crate::host::mpi::plugin_source(true, Some((26, 5, 5))),
         }
     }
 
@@ -293,8 +297,9 @@ mod tests {
             "launchguard: launch.pmix: srun --mpi=pmix asks for Slurm's mpi/pmix plugin, which is not in \
              /usr/lib/x86_64-linux-gnu/slurm-wlm (this node offers: cray_shasta, none, pmi2); srun stops with \
              'Invalid MPI type 'pmix', --mpi=list for acceptable types' before the job starts; use --mpi=pmi2 \
-             (or --mpi=none) if your MPI can use it; admin: install Slurm's pmix plugin (Debian: \
-             slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node"
+             (or --mpi=none) if your MPI can use it; admin: Debian's Slurm packages carry no pmix plugin \
+             from slurm-wlm 26.05.5-1 on (Debian bug #1149781): build Slurm with --with-pmix (Slurm's MPI \
+             guide) and install its mpi_pmix.so on every node"
         );
         // another pmix version is offered: name it
         let r = req(&["srun", "--mpi=pmix_v5", "x"], &[], None).unwrap();
