@@ -48,7 +48,7 @@ pub fn local(req: &MpiRequest, conf: Option<&SlurmConf>) -> LocalMpi {
             .collect::<Vec<_>>()
             .join(":"),
         lib_package: mpi::lib_package(Path::new("/etc"), lib),
-        plugin_source: mpi::plugin_source(
+        plugin_source: launchguard_core::checks::pmix::plugin_source(
             Path::new("/etc/debian_version").exists(),
             Some(built_for_triple(crate::ffi::BUILT_FOR)),
         ),

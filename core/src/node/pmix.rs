@@ -35,7 +35,7 @@ pub struct PmixFacts {
     pub mpi_default: Option<String>,
     /// The package that provides the library on this distribution (for the fix).
     pub lib_package: &'static str,
-    /// How an admin gets the pmix plugin here ([`crate::host::mpi::plugin_source`]), for the fix.
+    /// How an admin gets the pmix plugin here ([`crate::checks::pmix::plugin_source`]), for the fix.
     pub plugin_source: &'static str,
 }
 
@@ -110,7 +110,7 @@ mod tests {
             }],
             mpi_default: default.map(String::from),
             lib_package: "libpmix-dev",
-            plugin_source: crate::host::mpi::plugin_source(true, Some((22, 5, 8))),
+            plugin_source: crate::checks::pmix::plugin_source(true, Some((22, 5, 8))),
         }
     }
 
@@ -148,7 +148,7 @@ mod tests {
         let mut f = facts(Ok(String::new()), Some("none"));
         f.mpi_types = vec!["cray_shasta".into(), "pmi2".into()];
         f.plugins.clear();
-        f.plugin_source = crate::host::mpi::plugin_source(true, Some((26, 5, 5)));
+        f.plugin_source = crate::checks::pmix::plugin_source(true, Some((26, 5, 5)));
         let out = judge(&f);
         assert_eq!(
             out[0].message(),

@@ -92,9 +92,9 @@ pub fn gather(ctx: &Ctx) -> PmixFacts {
     let plugin_source = if types.iter().any(|t: &String| t.starts_with("pmix")) {
         ""
     } else {
-        mpi::plugin_source(
+        launchguard_core::checks::pmix::plugin_source(
             ctx.roots.etc.join("debian_version").exists(),
-            mpi::version_triple(&super::slurmd_version::get(ctx)),
+            launchguard_core::checks::pmix::version_triple(&super::slurmd_version::get(ctx)),
         )
     };
     PmixFacts {
