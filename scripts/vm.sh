@@ -75,8 +75,13 @@ node() {
   SHARE=$RUN/share
 }
 node "${LG_VM_NODE:-1}"
-# Seconds a `run` command may take before the host gives up waiting (the command goes on in the guest).
-RUN_TIMEOUT=${LG_VM_RUN_TIMEOUT:-300}
+# Seconds a `run` command may go on with no new output before the host gives up waiting (the command
+# goes on in the guest): each new byte of its output starts the count again, so a long install that
+# prints is never cut, and a quiet one gets this long. 300 s was too short once at a host load of 25
+# (an emulated CPU crawls then); the error names this variable.
+RUN_TIMEOUT=${LG_VM_RUN_TIMEOUT:-900}
+# Seconds `up` and `reboot` wait for Slurm to show the node idle after the boot.
+SLURM_TIMEOUT=${LG_VM_SLURM_TIMEOUT:-600}
 
 log() { printf 'vm: %s\n' "$*" >&2; }
 die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
@@ -373,26 +378,48 @@ wait_boot() {
 wait_slurm() {
   local t0=$SECONDS
   until run_cmd "sinfo -h -n $NAME -o '%T'" 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; do
-    [ $((SECONDS - t0)) -lt 300 ] || { run_cmd 'sinfo; systemctl status slurmd slurmctld --no-pager | tail -n 20' >&2 || true; die "node $NAME not idle after 300 s"; }
+    [ $((SECONDS - t0)) -lt "$SLURM_TIMEOUT" ] || { run_cmd 'sinfo; systemctl status slurmd slurmctld --no-pager | tail -n 20' >&2 || true; die "node $NAME not idle $SLURM_TIMEOUT s after the boot (on a slow or loaded host raise LG_VM_SLURM_TIMEOUT, seconds)"; }
     sleep 1
   done
+}
+
+# run_wait_verdict SILENT_S LIMIT_S PICKED_UP: what run_cmd does while a command has no result: "wait",
+# or the reason it gives up (the count is from the command's last new output, not its start).
+run_wait_verdict() {
+  local silent=$1 limit=$2 picked=$3
+  if [ "$silent" -lt "$limit" ]; then echo wait; return; fi
+  if [ "$picked" = 1 ]; then
+    echo "still running in the guest with no new output for $silent s"
+  else
+    echo "not picked up by the guest's command channel in $silent s (lg-vm-agent not running, or the guest hung: see $RUN/console.log)"
+  fi
 }
 
 # run_cmd SCRIPT: runs SCRIPT (bash) in the guest through the share; prints its output, returns its status.
 run_cmd() {
   qemu_pid >/dev/null || die "the VM is not up (scripts/vm.sh up)"
-  local id f t0=$SECONDS
+  local id f t0=$SECONDS last=$SECONDS size=0 n picked verdict
   id=$(date +%s%N)-$$-$RANDOM
   f=$SHARE/cmd/$id
   printf '%s\n' "$1" >"$f.tmp"
   mv "$f.tmp" "$f.sh"
   while [ ! -e "$f.rc" ]; do
-    if [ $((SECONDS - t0)) -ge "$RUN_TIMEOUT" ] || ! qemu_pid >/dev/null; then
+    if ! qemu_pid >/dev/null; then
       cat "$f.out" 2>/dev/null || true
-      log "no result after $((SECONDS - t0)) s for: $1"
+      log "QEMU exited after $((SECONDS - t0)) s, with no result for: $1 (console: $RUN/console.log)"
       return 124
     fi
-    sleep 0.1
+    n=$(stat -c %s "$f.out" 2>/dev/null || echo 0)
+    [ "$n" = "$size" ] || { size=$n; last=$SECONDS; }
+    picked=1
+    [ ! -e "$f.sh" ] || picked=0
+    verdict=$(run_wait_verdict $((SECONDS - last)) "$RUN_TIMEOUT" "$picked")
+    if [ "$verdict" != wait ]; then
+      cat "$f.out" 2>/dev/null || true
+      log "no result after $((SECONDS - t0)) s for: $1: $verdict; the host stops waiting (on a slow or loaded host raise LG_VM_RUN_TIMEOUT, seconds of no new output, now $RUN_TIMEOUT)"
+      return 124
+    fi
+    sleep 0.2
   done
   cat "$f.out"
   local rc
