@@ -42,6 +42,11 @@
 # ConditionHost=gpunode1); both share the rootfs's munge key and one slurm.conf (NodeAddr= on the
 # link, no HealthCheckProgram). `LG_VM_NODE=2 scripts/vm.sh run|put|reboot` addresses gpunode2.
 #
+# Waits, each raised by its variable on a slow or loaded host (the error names it): LG_VM_BOOT_TIMEOUT
+# (600 s to the guest's boot report), LG_VM_SLURM_TIMEOUT (600 s to an idle node), LG_VM_RUN_TIMEOUT
+# (900 s of no new output from a `run` command). LG_VM_CACHE=DIR: the rootfs and disks in DIR, the
+# running VM's files in /run/lg-vm-<DIR with / as _> (the default cache's in /run/lg-vm).
+#
 # sid (LG_VM_RELEASE=sid): the same node on Debian unstable (Slurm 26.05, kernel 7.x, dracut's initrd),
 # rootfs /srv/lg-vm/rootfs-sid; /run/lg-vm/sid for its QEMU.
 set -euo pipefail
@@ -365,7 +370,7 @@ wait_boot() {
     b=$(boot_state)
     if [ -n "$b" ] && [ "${b%% *}" != "$old" ]; then break; fi
     qemu_pid >/dev/null || { tail -n 30 "$RUN/console.log" >&2; die "QEMU exited during the boot (console: $RUN/console.log)"; }
-    [ $((SECONDS - t0)) -lt "$limit" ] || { tail -n 30 "$RUN/console.log" >&2; die "no boot report from the guest after $limit s (console: $RUN/console.log)"; }
+    [ $((SECONDS - t0)) -lt "$limit" ] || { tail -n 30 "$RUN/console.log" >&2; die "no boot report from the guest after $limit s (console: $RUN/console.log; on a slow or loaded host raise LG_VM_BOOT_TIMEOUT, seconds)"; }
     sleep 0.5
   done
   if [ "${b#* }" != running ]; then
