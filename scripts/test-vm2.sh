@@ -40,10 +40,11 @@ stage() { printf 'test-vm2: == %s (%d s)\n' "$*" $((SECONDS - T_START)) >&2; }
 # V K SCRIPT: runs SCRIPT as root on gpunodeK (bash), prints its output, returns its status.
 V() { LG_VM_NODE=$1 scripts/vm.sh run <<<"$2"; }
 # rss: the host memory (VmRSS) of each QEMU, in MB.
+# (the pids from `scripts/vm.sh status`: its /run directory follows LG_VM_CACHE)
 rss() {
-  local f out=
-  for f in /run/lg-vm/trixie/qemu.pid /run/lg-vm/trixie-gpunode2/qemu.pid; do
-    out+="$(awk '/^VmRSS:/ { printf "%d MB ", $2 / 1024 }' "/proc/$(cat "$f")/status" 2>/dev/null)"
+  local p out=
+  for p in $(scripts/vm.sh status 2>/dev/null | sed -n 's/^gpunode[12] up: QEMU pid \([0-9]*\),.*/\1/p'); do
+    out+="$(awk '/^VmRSS:/ { printf "%d MB ", $2 / 1024 }' "/proc/$p/status" 2>/dev/null)"
   done
   echo "${out% }"
 }

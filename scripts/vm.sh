@@ -42,6 +42,11 @@
 # ConditionHost=gpunode1); both share the rootfs's munge key and one slurm.conf (NodeAddr= on the
 # link, no HealthCheckProgram). `LG_VM_NODE=2 scripts/vm.sh run|put|reboot` addresses gpunode2.
 #
+# Waits, each raised by its variable on a slow or loaded host (the error names it): LG_VM_BOOT_TIMEOUT
+# (600 s to the guest's boot report), LG_VM_SLURM_TIMEOUT (600 s to an idle node), LG_VM_RUN_TIMEOUT
+# (900 s of no new output from a `run` command). LG_VM_CACHE=DIR: the rootfs and disks in DIR, the
+# running VM's files in /run/lg-vm-<DIR with / as _> (the default cache's in /run/lg-vm).
+#
 # sid (LG_VM_RELEASE=sid): the same node on Debian unstable (Slurm 26.05, kernel 7.x, dracut's initrd),
 # rootfs /srv/lg-vm/rootfs-sid; /run/lg-vm/sid for its QEMU.
 set -euo pipefail
@@ -53,6 +58,11 @@ SUITE=${LG_VM_RELEASE:-trixie}
 case "$SUITE" in trixie | sid) ;; *) printf 'vm: error: LG_VM_RELEASE must be trixie or sid, not %s\n' "$SUITE" >&2; exit 2 ;; esac
 CACHE=${LG_VM_CACHE:-/srv/lg-vm}
 RFS=$CACHE/rootfs-$SUITE
+# Where a running VM keeps its QEMU pid file, console log and share: /run/lg-vm for the default cache,
+# and for any other cache a directory named after the cache's path (LG_VM_CACHE=/srv/lg-vm-fresh:
+# /run/lg-vm-_srv_lg-vm-fresh), so that a VM booted from another cache never takes, stops or deletes
+# the files of the default one's (and the other way round).
+if [ "$CACHE" = /srv/lg-vm ]; then RUNBASE=/run/lg-vm; else RUNBASE=/run/lg-vm-$(printf %s "$CACHE" | tr -c 'A-Za-z0-9.-' _); fi
 # LG_VM_NODES=2: `up` boots two VMs, gpunode1 (slurmctld and slurmd) and gpunode2 (slurmd), joined by
 # one private virtual link: QEMU's socket network backend, UDP unicast between two ports on the host's
 # loopback (nothing else can reach it), 10.79.0.11 and .12 inside. LG_VM_NODE=2 makes run, put and
@@ -61,17 +71,22 @@ NODES=${LG_VM_NODES:-1}
 case "$NODES" in 1 | 2) ;; *) printf 'vm: error: LG_VM_NODES must be 1 or 2, not %s\n' "$NODES" >&2; exit 2 ;; esac
 # The link's UDP ports on 127.0.0.1: node K listens on PORT0+K (trixie and sid apart).
 case "$SUITE" in trixie) PORT0=17910 ;; sid) PORT0=17920 ;; esac
-# node K: sets NAME, RUN (its QEMU's pid file, console log and share; node 1's is /run/lg-vm/SUITE as
+# node K: sets NAME, RUN (its QEMU's pid file, console log and share; node 1's is RUNBASE/SUITE as
 # before) and IMG (its disk image).
 node() {
   K=$1
   NAME=gpunode$K
-  if [ "$K" = 1 ]; then RUN=/run/lg-vm/$SUITE IMG=$CACHE/disk-$SUITE.img; else RUN=/run/lg-vm/$SUITE-$NAME IMG=$CACHE/disk-$SUITE-$NAME.img; fi
+  if [ "$K" = 1 ]; then RUN=$RUNBASE/$SUITE IMG=$CACHE/disk-$SUITE.img; else RUN=$RUNBASE/$SUITE-$NAME IMG=$CACHE/disk-$SUITE-$NAME.img; fi
   SHARE=$RUN/share
 }
 node "${LG_VM_NODE:-1}"
-# Seconds a `run` command may take before the host gives up waiting (the command goes on in the guest).
-RUN_TIMEOUT=${LG_VM_RUN_TIMEOUT:-300}
+# Seconds a `run` command may go on with no new output before the host gives up waiting (the command
+# goes on in the guest): each new byte of its output starts the count again, so a long install that
+# prints is never cut, and a quiet one gets this long. 300 s was too short once at a host load of 25
+# (an emulated CPU crawls then); the error names this variable.
+RUN_TIMEOUT=${LG_VM_RUN_TIMEOUT:-900}
+# Seconds `up` and `reboot` wait for Slurm to show the node idle after the boot.
+SLURM_TIMEOUT=${LG_VM_SLURM_TIMEOUT:-600}
 
 log() { printf 'vm: %s\n' "$*" >&2; }
 die() { printf 'vm: error: %s\n' "$*" >&2; exit 1; }
@@ -355,7 +370,7 @@ wait_boot() {
     b=$(boot_state)
     if [ -n "$b" ] && [ "${b%% *}" != "$old" ]; then break; fi
     qemu_pid >/dev/null || { tail -n 30 "$RUN/console.log" >&2; die "QEMU exited during the boot (console: $RUN/console.log)"; }
-    [ $((SECONDS - t0)) -lt "$limit" ] || { tail -n 30 "$RUN/console.log" >&2; die "no boot report from the guest after $limit s (console: $RUN/console.log)"; }
+    [ $((SECONDS - t0)) -lt "$limit" ] || { tail -n 30 "$RUN/console.log" >&2; die "no boot report from the guest after $limit s (console: $RUN/console.log; on a slow or loaded host raise LG_VM_BOOT_TIMEOUT, seconds)"; }
     sleep 0.5
   done
   if [ "${b#* }" != running ]; then
@@ -368,26 +383,48 @@ wait_boot() {
 wait_slurm() {
   local t0=$SECONDS
   until run_cmd "sinfo -h -n $NAME -o '%T'" 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; do
-    [ $((SECONDS - t0)) -lt 300 ] || { run_cmd 'sinfo; systemctl status slurmd slurmctld --no-pager | tail -n 20' >&2 || true; die "node $NAME not idle after 300 s"; }
+    [ $((SECONDS - t0)) -lt "$SLURM_TIMEOUT" ] || { run_cmd 'sinfo; systemctl status slurmd slurmctld --no-pager | tail -n 20' >&2 || true; die "node $NAME not idle $SLURM_TIMEOUT s after the boot (on a slow or loaded host raise LG_VM_SLURM_TIMEOUT, seconds)"; }
     sleep 1
   done
+}
+
+# run_wait_verdict SILENT_S LIMIT_S PICKED_UP: what run_cmd does while a command has no result: "wait",
+# or the reason it gives up (the count is from the command's last new output, not its start).
+run_wait_verdict() {
+  local silent=$1 limit=$2 picked=$3
+  if [ "$silent" -lt "$limit" ]; then echo wait; return; fi
+  if [ "$picked" = 1 ]; then
+    echo "still running in the guest with no new output for $silent s"
+  else
+    echo "not picked up by the guest's command channel in $silent s (lg-vm-agent not running, or the guest hung: see $RUN/console.log)"
+  fi
 }
 
 # run_cmd SCRIPT: runs SCRIPT (bash) in the guest through the share; prints its output, returns its status.
 run_cmd() {
   qemu_pid >/dev/null || die "the VM is not up (scripts/vm.sh up)"
-  local id f t0=$SECONDS
+  local id f t0=$SECONDS last=$SECONDS size=0 n picked verdict
   id=$(date +%s%N)-$$-$RANDOM
   f=$SHARE/cmd/$id
   printf '%s\n' "$1" >"$f.tmp"
   mv "$f.tmp" "$f.sh"
   while [ ! -e "$f.rc" ]; do
-    if [ $((SECONDS - t0)) -ge "$RUN_TIMEOUT" ] || ! qemu_pid >/dev/null; then
+    if ! qemu_pid >/dev/null; then
       cat "$f.out" 2>/dev/null || true
-      log "no result after $((SECONDS - t0)) s for: $1"
+      log "QEMU exited after $((SECONDS - t0)) s, with no result for: $1 (console: $RUN/console.log)"
       return 124
     fi
-    sleep 0.1
+    n=$(stat -c %s "$f.out" 2>/dev/null || echo 0)
+    [ "$n" = "$size" ] || { size=$n; last=$SECONDS; }
+    picked=1
+    [ ! -e "$f.sh" ] || picked=0
+    verdict=$(run_wait_verdict $((SECONDS - last)) "$RUN_TIMEOUT" "$picked")
+    if [ "$verdict" != wait ]; then
+      cat "$f.out" 2>/dev/null || true
+      log "no result after $((SECONDS - t0)) s for: $1: $verdict; the host stops waiting (on a slow or loaded host raise LG_VM_RUN_TIMEOUT, seconds of no new output, now $RUN_TIMEOUT)"
+      return 124
+    fi
+    sleep 0.2
   done
   cat "$f.out"
   local rc

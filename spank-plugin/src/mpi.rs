@@ -48,7 +48,32 @@ pub fn local(req: &MpiRequest, conf: Option<&SlurmConf>) -> LocalMpi {
             .collect::<Vec<_>>()
             .join(":"),
         lib_package: mpi::lib_package(Path::new("/etc"), lib),
+        plugin_source: launchguard_core::checks::pmix::plugin_source(
+            Path::new("/etc/debian_version").exists(),
+            Some(built_for_triple(crate::ffi::BUILT_FOR)),
+        ),
         offered,
         plugin,
+    }
+}
+
+/// `SLURM_VERSION_NUMBER` (`0xMMmmuu`, slurm_version.h) as (major, minor, micro): the release of the
+/// headers this plugin was built against, which is the Slurm package installed beside it (Slurm loads
+/// a plugin only on its own major.minor).
+fn built_for_triple(n: u32) -> (u16, u16, u16) {
+    (
+        ((n >> 16) & 0xff) as u16,
+        ((n >> 8) & 0xff) as u16,
+        (n & 0xff) as u16,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slurm_version_number_is_split_as_slurm_version_h_packs_it() {
+        // SLURM_VERSION_NUM(26, 5, 5) = (26 << 16) | (5 << 8) | 5
+        assert_eq!(super::built_for_triple(0x1a_05_05), (26, 5, 5));
+        assert_eq!(super::built_for_triple(0x18_0b_05), (24, 11, 5));
     }
 }

@@ -34,6 +34,35 @@ pub struct PmixPlugin {
     pub lib: Result<String, Vec<String>>,
 }
 
+/// The first Slurm release whose Debian packages carry no pmix plugin: slurm-wlm 26.05.5-1 ("Remove
+/// pmix (Closes: #1149781)" in its changelog.Debian; sid's `slurm-wlm-basic-plugins` 26.05.5-1 ships
+/// `mpi_cray_shasta.so` and `mpi_pmi2.so` only, trixie's 24.11.5 `mpi_pmix.so` and `mpi_pmix_v5.so`).
+pub const DEBIAN_WITHOUT_PMIX: (u16, u16, u16) = (26, 5, 5);
+
+/// `26.05.5` (as `slurmd -V` ends, or `24.11.5-4+deb13u1`) as (26, 5, 5); `None` for anything else.
+pub fn version_triple(v: &str) -> Option<(u16, u16, u16)> {
+    let mut it = v.trim().split(['.', '-', '+', '~']);
+    let mut n = || it.next()?.parse::<u16>().ok();
+    Some((n()?, n()?, n()?))
+}
+
+/// How an admin gets Slurm's pmix plugin (`mpi_pmix*.so`) onto a node, for a fix (the words after
+/// `admin: `), by distribution and Slurm release. `debian`: `/etc/debian_version` exists (Debian,
+/// Ubuntu); `slurm`: the node's Slurm as (major, minor, micro), `None` when unknown. Debian's
+/// `slurm-wlm-basic-plugins` carries the plugin up to 26.05.4 and none from
+/// [`DEBIAN_WITHOUT_PMIX`] on, where only a Slurm built `--with-pmix` has it (Slurm's MPI guide,
+/// "PMIx": configure with `--with-pmix=<PMIx dir>`).
+pub fn plugin_source(debian: bool, slurm: Option<(u16, u16, u16)>) -> &'static str {
+    match (debian, slurm) {
+        (true, Some(v)) if v >= DEBIAN_WITHOUT_PMIX => {
+            "Debian's Slurm packages carry no pmix plugin from slurm-wlm 26.05.5-1 on (Debian bug #1149781): build Slurm with --with-pmix (Slurm's MPI guide) and install its mpi_pmix.so on every node"
+        }
+        (true, Some(_)) => "install Slurm's pmix plugin on every node (Debian, Ubuntu: slurm-wlm-basic-plugins)",
+        (true, None) => "install Slurm's pmix plugin on every node (Debian, Ubuntu: slurm-wlm-basic-plugins up to Slurm 26.05.4; from slurm-wlm 26.05.5-1 on Debian carries none: build Slurm with --with-pmix)",
+        (false, _) => "install Slurm's pmix plugin on every node (a Slurm built with --with-pmix, as Slurm's MPI guide says; RHEL: slurm built --with-pmix)",
+    }
+}
+
 /// Where srun's MPI type comes from (srun(1), `--mpi`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MpiSource {
@@ -100,6 +129,8 @@ pub struct LocalMpi {
     pub plugin: Option<PmixPlugin>,
     /// The package that provides the library here (for the fix).
     pub lib_package: &'static str,
+    /// How an admin gets the pmix plugin here ([`plugin_source`]), for the fix.
+    pub plugin_source: &'static str,
 }
 
 /// Judges an srun that loads a pmix plugin against this node's plugins: an error when the plugin or
@@ -122,8 +153,8 @@ pub fn check_srun(req: &MpiRequest, local: &LocalMpi) -> Vec<Finding> {
         let fix = match (others_pmix.first(), req.source) {
             (Some(o), MpiSource::MpiDefault) => format!("pass --mpi={o} to srun (srun --mpi=list shows what this node offers); admin: set MpiDefault={o} in slurm.conf"),
             (Some(o), _) => format!("use --mpi={o} (srun --mpi=list shows what this node offers)"),
-            (None, MpiSource::MpiDefault) => "pass --mpi=pmi2 (or --mpi=none) to srun if your MPI can use it; admin: install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node, or set MpiDefault=none".to_string(),
-            (None, _) => "use --mpi=pmi2 (or --mpi=none) if your MPI can use it; admin: install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node".to_string(),
+            (None, MpiSource::MpiDefault) => format!("pass --mpi=pmi2 (or --mpi=none) to srun if your MPI can use it; admin: {}, or set MpiDefault=none", local.plugin_source),
+            (None, _) => format!("use --mpi=pmi2 (or --mpi=none) if your MPI can use it; admin: {}", local.plugin_source),
         };
         return vec![Finding {
             check: CheckKind::Pmix,
@@ -329,6 +360,31 @@ mod tests {
         assert_eq!(r(&["srun", "x"], &[], None), None);
     }
 
+    #[test]
+    fn the_plugins_source_follows_the_distribution_and_release() {
+        // Debian 12 (22.05.8) and 13 (24.11.5) ship mpi_pmix.so in slurm-wlm-basic-plugins; sid's
+        // 26.05.5-1 ships none.
+        for v in ["22.05.8", "24.11.5-4+deb13u1", "26.05.4"] {
+            let t = plugin_source(true, version_triple(v));
+            assert!(t.contains("slurm-wlm-basic-plugins)"), "{v}: {t}");
+        }
+        let sid = plugin_source(true, version_triple("26.05.5"));
+        assert!(!sid.contains("slurm-wlm-basic-plugins"), "{sid}");
+        assert!(
+            sid.contains("--with-pmix") && sid.contains("#1149781"),
+            "{sid}"
+        );
+        assert_eq!(plugin_source(true, version_triple("27.11.0")), sid);
+        assert!(plugin_source(true, None).contains("up to Slurm 26.05.4"));
+        let rhel = plugin_source(false, version_triple("26.05.5"));
+        assert!(
+            rhel.contains("--with-pmix") && !rhel.contains("slurm-wlm"),
+            "{rhel}"
+        );
+        assert_eq!(version_triple("unknown: timed out"), None);
+        assert_eq!(version_triple("26.05"), None);
+    }
+
     fn local(offered: &[&str], plugin: Option<Result<String, Vec<String>>>) -> LocalMpi {
         LocalMpi {
             plugin_dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm".into(),
@@ -339,6 +395,8 @@ mod tests {
                 lib,
             }),
             lib_package: "libpmix2",
+            // Debian sid's Slurm 26.05.5, whose PluginDir offers cray_shasta, none and pmi2
+            plugin_source: plugin_source(true, Some((26, 5, 5))),
         }
     }
 
@@ -353,8 +411,9 @@ mod tests {
             "launchguard: launch.pmix: srun --mpi=pmix asks for Slurm's mpi/pmix plugin, which is not in \
              /usr/lib/x86_64-linux-gnu/slurm-wlm (this node offers: cray_shasta, none, pmi2); srun stops with \
              'Invalid MPI type 'pmix', --mpi=list for acceptable types' before the job starts; use --mpi=pmi2 \
-             (or --mpi=none) if your MPI can use it; admin: install Slurm's pmix plugin (Debian: \
-             slurm-wlm-basic-plugins, RHEL: slurm built --with-pmix) on every node"
+             (or --mpi=none) if your MPI can use it; admin: Debian's Slurm packages carry no pmix plugin \
+             from slurm-wlm 26.05.5-1 on (Debian bug #1149781): build Slurm with --with-pmix (Slurm's MPI \
+             guide) and install its mpi_pmix.so on every node"
         );
         // another pmix version is offered: name it
         let r = req(&["srun", "--mpi=pmix_v5", "x"], &[], None).unwrap();

@@ -35,6 +35,8 @@ pub struct PmixFacts {
     pub mpi_default: Option<String>,
     /// The package that provides the library on this distribution (for the fix).
     pub lib_package: &'static str,
+    /// How an admin gets the pmix plugin here ([`crate::checks::pmix::plugin_source`]), for the fix.
+    pub plugin_source: &'static str,
 }
 
 /// Judges the pmix family: one outcome per ID of [`CHECKS`].
@@ -62,12 +64,14 @@ pub fn judge(f: &PmixFacts) -> Vec<Outcome> {
             severity,
             format!("no mpi/pmix plugin in {}", quote(&f.plugin_dir)),
             why_default,
-            "install Slurm's pmix plugin (Debian: slurm-wlm-basic-plugins, RHEL: slurm-pmi built --with-pmix)",
+            f.plugin_source,
         )
     }];
     let broken: Vec<&PmixPlugin> = f.plugins.iter().filter(|p| p.lib.is_err()).collect();
     out.push(match broken.first() {
-        _ if !offered => Outcome::unknown("node.pmix.loads", "no pmix plugin to load"),
+        // (no plugin, no library to load: the missing plugin is node.pmix.offered's one finding;
+        // UNKNOWN would say the check could not judge, and make `launchguard check` exit 3)
+        _ if !offered => Outcome::ok("node.pmix.loads"),
         None => Outcome::ok("node.pmix.loads"),
         Some(p) => {
             let searched = match &p.lib {
@@ -106,6 +110,7 @@ mod tests {
             }],
             mpi_default: default.map(String::from),
             lib_package: "libpmix-dev",
+            plugin_source: crate::checks::pmix::plugin_source(true, Some((22, 5, 8))),
         }
     }
 
@@ -128,6 +133,30 @@ mod tests {
         f.plugins.clear();
         let out = judge(&f);
         assert_eq!(out[0].status, Status::Warning);
-        assert_eq!(out[1].status, Status::Unknown);
+        assert!(
+            out[0].fix.contains("slurm-wlm-basic-plugins"),
+            "{}",
+            out[0].fix
+        );
+        // nothing to load is not "could not judge": the offered check says what is missing
+        assert_eq!(out[1].status, Status::Ok);
+    }
+
+    #[test]
+    fn debian_sid_slurm_26_05_has_no_package_with_the_plugin() {
+        // Debian sid, slurm-wlm 26.05.5-1: PluginDir holds mpi_cray_shasta.so and mpi_pmi2.so only
+        let mut f = facts(Ok(String::new()), Some("none"));
+        f.mpi_types = vec!["cray_shasta".into(), "pmi2".into()];
+        f.plugins.clear();
+        f.plugin_source = crate::checks::pmix::plugin_source(true, Some((26, 5, 5)));
+        let out = judge(&f);
+        assert_eq!(
+            out[0].message(),
+            "launchguard: node.pmix.offered: no mpi/pmix plugin in '/usr/lib/x86_64-linux-gnu/slurm-wlm'; \
+             every srun --mpi=pmix (the usual launch for multi-node NCCL and MPI jobs) fails; Debian's \
+             Slurm packages carry no pmix plugin from slurm-wlm 26.05.5-1 on (Debian bug #1149781): build \
+             Slurm with --with-pmix (Slurm's MPI guide) and install its mpi_pmix.so on every node"
+        );
+        assert_eq!(out[1].status, Status::Ok);
     }
 }

@@ -24,6 +24,7 @@ pub mod plugstack;
 pub mod pmix;
 pub mod slurm_conf;
 pub mod slurmd;
+pub mod slurmd_version;
 pub mod util;
 pub mod view;
 

@@ -79,9 +79,11 @@ fn scontrol_plugstack(ctx: &Ctx, slurm_conf: &Path) -> Option<String> {
     }
     let mut c = Command::new("scontrol");
     c.args(["show", "config"]).env("SLURM_CONF", slurm_conf);
-    let out = util::run(c, None, Duration::from_secs(3))
-        .ok()
-        .filter(|o| o.ok);
+    let deadline = util::child_deadline(
+        util::Child::ScontrolShowConfig,
+        Duration::from_secs(ctx.cfg.check_timeout_secs),
+    );
+    let out = util::run(c, None, deadline).ok().filter(|o| o.ok);
     let v = out
         .as_ref()
         .and_then(|o| show_config_value(&String::from_utf8_lossy(&o.stdout), "PlugStackConfig"));

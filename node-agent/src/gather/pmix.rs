@@ -87,6 +87,16 @@ pub fn gather(ctx: &Ctx) -> PmixFacts {
     let mpi_default = conf
         .as_ref()
         .and_then(|c| c.get("MpiDefault").map(String::from));
+    // Where the plugin comes from differs by distribution and release (Debian's Slurm 26.05.5-1 and
+    // later carry none): asked of slurmd only when no pmix plugin is offered, for the fix.
+    let plugin_source = if types.iter().any(|t: &String| t.starts_with("pmix")) {
+        ""
+    } else {
+        launchguard_core::checks::pmix::plugin_source(
+            ctx.roots.etc.join("debian_version").exists(),
+            launchguard_core::checks::pmix::version_triple(&super::slurmd_version::get(ctx)),
+        )
+    };
     PmixFacts {
         plugin_dir: dirs
             .iter()
@@ -97,6 +107,7 @@ pub fn gather(ctx: &Ctx) -> PmixFacts {
         plugins,
         mpi_default,
         lib_package: mpi::lib_package(&ctx.roots.etc, &lib_name),
+        plugin_source,
     }
 }
 

@@ -151,6 +151,37 @@ pub fn wildcard(pat: &str, s: &str) -> bool {
     pi == p.len()
 }
 
+/// What a command the agent starts is for: each has its own deadline ([`child_deadline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Child {
+    /// `slurmd -V` (the `slurm_version` fact): answered once per installed binary, then kept in
+    /// the disk cache; a local program with nothing to wait for but the CPU.
+    SlurmdVersion,
+    /// `scontrol show config` (the running Slurm's PlugStackConfig): an RPC to slurmctld, kept 10
+    /// minutes; a miss (no answer) is not kept, so a controller that does not answer costs every run
+    /// this deadline before slurm.conf's own `PlugStackConfig` is taken.
+    ScontrolShowConfig,
+}
+
+/// How long the agent waits for `child` in a check family that has `check_timeout` in all
+/// (launchguard.toml's `check_timeout_secs`, 10 s by default): the deadline follows the family's
+/// budget, not a fixed figure, so a node whose programs start slowly (an emulated arm64 node under
+/// qemu-user, a VM under QEMU's TCG, a host at a load of 20) can be given more time by that one
+/// setting, and the child is killed before the family's own timeout so the family still reports.
+/// - `slurmd -V`: the budget less 1 s (at least half of it): 9 s by default. Paid once per binary.
+/// - `scontrol show config`: half the budget, 5 s by default: its miss costs every run.
+///
+/// `launchguard health`'s own scontrol calls (20 s) run outside any family and are not decided
+/// here; the SPANK plugin's timeouts are its own and stay short (srun is never slowed).
+pub fn child_deadline(child: Child, check_timeout: Duration) -> Duration {
+    match child {
+        Child::SlurmdVersion => check_timeout
+            .saturating_sub(Duration::from_secs(1))
+            .max(check_timeout / 2),
+        Child::ScontrolShowConfig => check_timeout / 2,
+    }
+}
+
 /// A finished child: exit success, stdout, stderr.
 pub struct Output {
     /// Exited 0.
@@ -184,6 +215,22 @@ pub fn run(mut cmd: Command, input: Option<&[u8]>, deadline: Duration) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_childs_deadline_follows_the_families_budget() {
+        let s = Duration::from_secs;
+        // the defaults (check_timeout_secs = 10): 3 s each before
+        assert_eq!(child_deadline(Child::SlurmdVersion, s(10)), s(9));
+        assert_eq!(child_deadline(Child::ScontrolShowConfig, s(10)), s(5));
+        // the longest budget (14 s) gives more; every deadline ends inside the family's budget
+        assert_eq!(child_deadline(Child::SlurmdVersion, s(14)), s(13));
+        for t in 1..=crate::config::MAX_CHECK_TIMEOUT {
+            for c in [Child::SlurmdVersion, Child::ScontrolShowConfig] {
+                let d = child_deadline(c, s(t));
+                assert!(d < s(t) && d >= s(t) / 2, "{c:?} {t} s: {d:?}");
+            }
+        }
+    }
 
     #[test]
     fn wildcards() {
