@@ -180,7 +180,7 @@ fn imex(ctx: &Ctx) -> FamilyResult {
 
 /// Slurm's version from the installed `slurmd -V`, asked once per binary: cached in this process by
 /// its mtime, and between runs in [`gather::disk_cache`] under the binary's stat.
-fn slurm_version() -> String {
+pub(crate) fn slurm_version() -> String {
     use std::os::unix::fs::MetadataExt;
     static CACHE: Mutex<Option<(i64, String)>> = Mutex::new(None);
     let bin = ["/usr/sbin/slurmd", "/usr/local/sbin/slurmd"]
