@@ -15,6 +15,7 @@ pub mod imex;
 pub mod memlock;
 pub mod munge;
 pub mod munge_paths;
+pub mod munge_peer;
 pub mod munge_socket;
 pub mod nccl_env;
 pub mod netlink_addrs;
