@@ -3,7 +3,7 @@
 //! `Munge decode failed` lines in slurmd's own log (`SlurmdLogFile`, `%n`/`%h` expanded as
 //! slurm.conf(5) says), counted from slurmd's last start.
 //!
-//! Staleness: only an answered request is kept ([`disk_cache`], at most [`TTL`] old), under a key
+//! Staleness: only an answered request is kept ([`disk_cache`], at most [`TTL`], 10 minutes, old), under a key
 //! naming everything on this node the answer depends on: slurm.conf's stat, the munge key file's
 //! stat, munged's pid and start time and its socket (and the boot, as every entry). A new key
 //! file, a restarted munged or another slurm.conf is a miss, so a cached answer never hides a key
@@ -22,8 +22,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// Longest an answered request is reused.
-pub const TTL: Duration = Duration::from_secs(60);
+/// Longest an answered request is reused (as the PlugStackConfig answer of the same command: the
+/// agent checks every minute on every node, the controller is asked at most this often per node).
+pub const TTL: Duration = Duration::from_secs(600);
 
 /// The client's deadline.
 const DEADLINE: Duration = Duration::from_secs(5);
