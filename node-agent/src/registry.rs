@@ -70,7 +70,7 @@ fn slurm_conf(ctx: &Ctx) -> FamilyResult {
         outcomes: launchguard_core::node::slurm_conf::judge(&f),
         facts: vec![
             ("slurm_conf_digest", slurm_conf_digest(ctx, &f)),
-            ("slurm_version", slurm_version()),
+            ("slurm_version", gather::slurmd::version()),
         ],
     }
 }
@@ -196,49 +196,6 @@ fn imex(ctx: &Ctx) -> FamilyResult {
             launchguard_core::node::imex::scope(&f).unwrap_or_else(|e| e),
         )],
     }
-}
-
-/// Slurm's version from the installed `slurmd -V`, asked once per binary: cached in this process by
-/// its mtime, and between runs in [`gather::disk_cache`] under the binary's stat.
-pub(crate) fn slurm_version() -> String {
-    use std::os::unix::fs::MetadataExt;
-    static CACHE: Mutex<Option<(i64, String)>> = Mutex::new(None);
-    let bin = ["/usr/sbin/slurmd", "/usr/local/sbin/slurmd"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists());
-    let Some(bin) = bin else {
-        return "absent".into();
-    };
-    let mtime = std::fs::metadata(bin).map(|m| m.mtime()).unwrap_or(0);
-    let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((t, v)) = c.as_ref() {
-        if *t == mtime {
-            return v.clone();
-        }
-    }
-    let key = gather::disk_cache::stat_key(std::path::Path::new(bin));
-    if let Some(v) = key
-        .as_deref()
-        .and_then(|k| gather::disk_cache::get("slurmd-version", k, None))
-    {
-        *c = Some((mtime, v.clone()));
-        return v;
-    }
-    let mut cmd = std::process::Command::new(bin);
-    cmd.arg("-V");
-    let v = match gather::util::run(cmd, None, Duration::from_secs(3)) {
-        Ok(o) => String::from_utf8_lossy(&o.stdout)
-            .split_whitespace()
-            .last()
-            .unwrap_or("unknown")
-            .to_string(),
-        Err(e) => format!("unknown: {e}"),
-    };
-    if let (Some(k), false) = (key, v.starts_with("unknown")) {
-        gather::disk_cache::put("slurmd-version", &k, &v);
-    }
-    *c = Some((mtime, v.clone()));
-    v
 }
 
 /// Every family, in documentation order.

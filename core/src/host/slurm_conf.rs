@@ -97,8 +97,11 @@ mod tests {
         )
         .unwrap();
         std::fs::write(d.join("secret.conf"), "MpiDefault=pmix\n").unwrap();
-        std::fs::set_permissions(d.join("secret.conf"), std::fs::Permissions::from_mode(0))
-            .unwrap();
+        std::fs::set_permissions(
+            d.join("secret.conf"),
+            std::fs::Permissions::from_mode(0o000),
+        )
+        .unwrap();
         let c = read(&d.join("slurm.conf"), None).unwrap();
         let e = &c.include_errors;
         assert!(

@@ -12,7 +12,7 @@ use std::path::Path;
 /// ([`launchguard_core::host::slurm_conf::read`], the reader the plugin shares; the release from
 /// `slurmd -V` decides where a nested relative include is looked up).
 pub fn read(path: &Path) -> Result<SlurmConf, ConfReadError> {
-    let release = launchguard_core::SlurmRelease::parse(&crate::registry::slurm_version());
+    let release = launchguard_core::SlurmRelease::parse(&super::slurmd::version());
     Ok(launchguard_core::host::slurm_conf::read(path, release)?)
 }
 

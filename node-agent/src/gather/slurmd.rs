@@ -6,6 +6,8 @@
 use super::Ctx;
 use launchguard_core::slurm_conf::SlurmConf;
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// slurm.conf(5)'s default `SlurmdPidFile`.
 const DEFAULT_PID_FILE: &str = "/var/run/slurmd.pid";
@@ -37,4 +39,47 @@ pub fn find(ctx: &Ctx, conf: Option<&SlurmConf>) -> Result<(u32, String), String
         ));
     }
     Ok((pid, stat))
+}
+
+/// Slurm's version from the installed `slurmd -V`, asked once per binary: cached in this process by
+/// its mtime, and between runs in [`super::disk_cache`] under the binary's stat.
+pub fn version() -> String {
+    use std::os::unix::fs::MetadataExt;
+    static CACHE: Mutex<Option<(i64, String)>> = Mutex::new(None);
+    let bin = ["/usr/sbin/slurmd", "/usr/local/sbin/slurmd"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(bin) = bin else {
+        return "absent".into();
+    };
+    let mtime = std::fs::metadata(bin).map(|m| m.mtime()).unwrap_or(0);
+    let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((t, v)) = c.as_ref() {
+        if *t == mtime {
+            return v.clone();
+        }
+    }
+    let key = super::disk_cache::stat_key(std::path::Path::new(bin));
+    if let Some(v) = key
+        .as_deref()
+        .and_then(|k| super::disk_cache::get("slurmd-version", k, None))
+    {
+        *c = Some((mtime, v.clone()));
+        return v;
+    }
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("-V");
+    let v = match super::util::run(cmd, None, Duration::from_secs(3)) {
+        Ok(o) => String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .last()
+            .unwrap_or("unknown")
+            .to_string(),
+        Err(e) => format!("unknown: {e}"),
+    };
+    if let (Some(k), false) = (key, v.starts_with("unknown")) {
+        super::disk_cache::put("slurmd-version", &k, &v);
+    }
+    *c = Some((mtime, v.clone()));
+    v
 }
