@@ -60,6 +60,14 @@ impl SlurmRelease {
         self >= SlurmRelease::new(23, 11)
     }
 
+    /// Whether a relative `Include` name in slurm.conf is looked up beside the file whose line names
+    /// it (22.05 and older: `_add_full_path` in `src/common/parse_config.c`) rather than beside
+    /// slurm.conf itself (`SLURM_CONF`'s directory, 23.02 and later: `get_extra_conf_path`). The two
+    /// differ only for a nested include in another directory.
+    pub fn include_beside_including_file(self) -> bool {
+        self < SlurmRelease::new(23, 2)
+    }
+
     /// The environment variable this release's srun takes `--cpus-per-task` from.
     pub fn srun_cpus_env_var(self) -> &'static str {
         if self.srun_reads_slurm_cpus_per_task() {

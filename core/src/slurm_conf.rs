@@ -1,6 +1,16 @@
 //! slurm.conf(5): `Key=Value` words, case-insensitive keys, `#` comments, `\` line continuations,
 //! `Include` lines, `NodeName=` lines whose names are hostlist expressions (`gpu-[01-16]`) and
 //! `NodeName=DEFAULT` lines that set defaults for the node lines after them.
+//!
+//! `Include` follows Slurm's own reader (`_parse_include_directive` in `src/common/parse_config.c`,
+//! 22.05–26.05): the word `include` (any case) and whitespace, then one file name; `%c` in it is
+//! `ClusterName` (lower-cased) as set by the lines read so far; the file is read in place, and a
+//! file that cannot be read makes Slurm refuse the whole configuration (`fatal: Unable to process
+//! configuration file`) in every daemon and client command. Slurm expands no globs here: since
+//! 23.11.4 a `*` fails the include ("Slurm does not support glob parsing"), before that the name is
+//! looked up literally. Where a relative name is looked up is the loader's business (it differs by
+//! release, see [`crate::host::slurm_conf`]). Slurm has no depth limit and no loop check (a loop
+//! recurses until it crashes); this parser stops at [`MAX_INCLUDE_DEPTH`] and names a loop.
 
 use crate::hostlist;
 
@@ -47,6 +57,12 @@ pub struct SlurmConf {
     pub nodes: Vec<NodeLine>,
     /// Problems, each `file:line: message`; parsing goes on after each.
     pub problems: Vec<String>,
+    /// `Include` lines Slurm cannot follow (missing or unreadable file, a glob, a loop), each
+    /// `file:line: Include NAME: why`; also in [`SlurmConf::problems`]. Any one of them makes
+    /// Slurm refuse the whole configuration.
+    pub include_errors: Vec<String>,
+    /// Every file read, in reading order: slurm.conf first, then each included file.
+    pub files: Vec<String>,
 }
 
 impl SlurmConf {
@@ -96,10 +112,12 @@ impl SlurmConf {
     }
 }
 
-/// Loads an `Include` target: its `(file, text)` pairs (several for a glob), or an error message.
-pub type IncludeLoader<'a> = dyn FnMut(&str) -> Result<Vec<(String, String)>, String> + 'a;
+/// Loads an `Include` target: called with the name as written (`%c` already replaced) and the file
+/// whose line names it; returns the `(path, text)` read, or why it could not be read (the
+/// operating system's message, e.g. `/etc/slurm/nodes.conf: Permission denied (os error 13)`).
+pub type IncludeLoader<'a> = dyn FnMut(&str, &str) -> Result<(String, String), String> + 'a;
 
-/// Most nested includes followed (slurm.conf's own limit is similar; this stops include loops).
+/// Most nested includes followed (Slurm itself has no limit).
 pub const MAX_INCLUDE_DEPTH: usize = 8;
 /// Most files included in total (a file that includes itself several times would otherwise grow
 /// exponentially before the depth limit).
@@ -155,16 +173,34 @@ pub fn parse(text: &str, file: &str, include: &mut IncludeLoader<'_>) -> SlurmCo
     let mut conf = SlurmConf::default();
     let mut defaults: Vec<(String, String)> = vec![];
     let mut budget = MAX_INCLUDES;
+    conf.files.push(file.to_string());
+    let mut chain = vec![file.to_string()];
     parse_into(
         &mut conf,
         &mut defaults,
         text,
         file,
         include,
-        0,
+        &mut chain,
         &mut budget,
     );
     conf
+}
+
+/// Records an `Include` that Slurm cannot follow.
+fn include_error(conf: &mut SlurmConf, msg: String) {
+    conf.problems.push(msg.clone());
+    conf.include_errors.push(msg);
+}
+
+/// `%c` in an include name replaced by `ClusterName` (lower-cased), as Slurm's
+/// `_parse_for_format` does; `None` when ClusterName is not set yet.
+fn include_name(conf: &SlurmConf, target: &str) -> Option<String> {
+    if !target.contains("%c") {
+        return Some(target.to_string());
+    }
+    let cluster = conf.get("ClusterName")?.to_ascii_lowercase();
+    Some(target.replace("%c", &cluster))
 }
 
 fn parse_into(
@@ -173,9 +209,10 @@ fn parse_into(
     text: &str,
     file: &str,
     include: &mut IncludeLoader<'_>,
-    depth: usize,
+    chain: &mut Vec<String>,
     budget: &mut usize,
 ) {
+    let depth = chain.len() - 1;
     let mut logical = String::new();
     let mut start = 0;
     for (i, raw) in text.lines().enumerate() {
@@ -195,32 +232,61 @@ fn parse_into(
         let at = format!("{file}:{start}");
         if first.eq_ignore_ascii_case("include") {
             let Some(target) = w.get(1) else {
-                conf.problems.push(format!("{at}: Include without a file"));
+                include_error(conf, format!("{at}: Include without a file"));
                 continue;
             };
-            if depth >= MAX_INCLUDE_DEPTH {
+            if w.len() > 2 {
                 conf.problems.push(format!(
-                    "{at}: Include nested more than {MAX_INCLUDE_DEPTH} deep"
+                    "{at}: words after 'Include {}' (Slurm: Parse error)",
+                    crate::finding::clip(target, 80)
                 ));
+            }
+            let Some(name) = include_name(conf, target) else {
+                include_error(
+                    conf,
+                    format!("{at}: Include {target}: %c needs ClusterName set on an earlier line"),
+                );
+                continue;
+            };
+            if name.contains('*') {
+                include_error(conf, format!(
+                    "{at}: Include {name}: Slurm does not expand globs in slurm.conf (23.11.4 and later refuse '*', older releases look for a file of that literal name); list each file on its own Include line"
+                ));
+                continue;
+            }
+            if depth >= MAX_INCLUDE_DEPTH {
+                include_error(
+                    conf,
+                    format!("{at}: Include {name}: nested more than {MAX_INCLUDE_DEPTH} deep"),
+                );
                 continue;
             }
             if *budget == 0 {
-                conf.problems.push(format!(
-                    "{at}: more than {MAX_INCLUDES} files included; the rest ignored"
-                ));
+                include_error(
+                    conf,
+                    format!("{at}: Include {name}: more than {MAX_INCLUDES} files included"),
+                );
                 continue;
             }
-            match include(target) {
-                Ok(files) => {
-                    for (f, t) in files {
-                        if *budget == 0 {
-                            break;
-                        }
-                        *budget -= 1;
-                        parse_into(conf, defaults, &t, &f, include, depth + 1, budget);
+            match include(&name, file) {
+                Ok((f, t)) => {
+                    if chain.contains(&f) {
+                        include_error(conf, format!(
+                            "{at}: Include {name}: {f} is already being read (an include loop: {} -> {f}); Slurm would recurse until it crashes",
+                            chain.join(" -> ")
+                        ));
+                        continue;
                     }
+                    *budget -= 1;
+                    conf.files.push(f.clone());
+                    chain.push(f.clone());
+                    parse_into(conf, defaults, &t, &f, include, chain, budget);
+                    chain.pop();
                 }
-                Err(e) => conf.problems.push(format!("{at}: Include {target}: {e}")),
+                Err(e) => include_error(
+                    conf,
+                    format!("{at}: Include {name}: {e} (Slurm refuses the whole configuration: 'Unable to process configuration file')"),
+                ),
             }
             continue;
         }
@@ -273,84 +339,145 @@ fn parse_into(
 mod tests {
     use super::*;
 
-    fn no_include(_: &str) -> Result<Vec<(String, String)>, String> {
+    fn no_include(_: &str, _: &str) -> Result<(String, String), String> {
         Err("not here".into())
     }
 
-    #[test]
-    fn nodes_defaults_hostlists_and_params() {
-        let text = "ClusterName=c # comment\nNodeName=DEFAULT CPUs=8 RealMemory=1000\n\
-                    NodeName=gpu-[01-16] Gres=gpu:8 \\\n  RealMemory=2000\nNodeName=cpu1 NodeAddr=10.0.0.1\n\
-                    PartitionName=p Nodes=ALL\nslurmctldport=7000\n";
-        let c = parse(text, "slurm.conf", &mut no_include);
-        assert!(c.problems.is_empty(), "{:?}", c.problems);
-        assert_eq!(c.get("SlurmctldPort"), Some("7000"));
-        assert_eq!(c.get("ClusterName"), Some("c"));
-        let n = c.node("gpu-07").unwrap();
-        assert_eq!(n.get("cpus"), Some("8"));
-        assert_eq!(n.get("RealMemory"), Some("2000"));
-        assert_eq!(n.get("gres"), Some("gpu:8"));
-        assert_eq!(c.node("cpu1").unwrap().get("NodeAddr"), Some("10.0.0.1"));
-        let c2 = parse(
-            "NodeName=gpu-[01-16] NodeAddr=10.0.0.[1-16] NodeHostname=h[1-16]\n",
-            "s",
-            &mut no_include,
-        );
-        assert_eq!(
-            c2.node("gpu-07")
-                .unwrap()
-                .get_for("NodeAddr", "gpu-07")
-                .as_deref(),
-            Some("10.0.0.7")
-        );
-        assert_eq!(c2.node_name_for_host("h3").as_deref(), Some("gpu-03"));
-        assert_eq!(c2.node_name_for_host("gpu-03").as_deref(), Some("gpu-03"));
-        assert_eq!(c2.node_name_for_host("zz"), None);
-        assert!(c.node("gpu-17").is_none());
-        assert_eq!(c.node_count(), Some(17));
+    /// A loader over canned files: `name` -> (path, text), relative names beside slurm.conf.
+    fn files<'a>(
+        list: &'a [(&'a str, &'a str)],
+    ) -> impl FnMut(&str, &str) -> Result<(String, String), String> + 'a {
+        move |name, _from| {
+            let path = if name.starts_with('/') {
+                name.to_string()
+            } else {
+                format!("/etc/slurm/{name}")
+            };
+            list.iter()
+                .find(|(p, _)| *p == path)
+                .map(|(p, t)| (p.to_string(), t.to_string()))
+                .ok_or_else(|| format!("{path}: No such file or directory (os error 2)"))
+        }
     }
 
     #[test]
     fn includes_are_followed_and_failures_reported_with_line() {
-        let mut inc = |t: &str| -> Result<Vec<(String, String)>, String> {
-            if t == "nodes.conf" {
-                Ok(vec![(
-                    "/etc/slurm/nodes.conf".into(),
-                    "NodeName=n1 CPUs=4\n".into(),
-                )])
-            } else {
-                Err("No such file or directory".into())
-            }
-        };
+        let fs = [
+            ("/etc/slurm/nodes.conf", "NodeName=n1 CPUs=4\n"),
+            ("/etc/slurm/mpi.conf", "Include /etc/slurm/deep.conf\n"),
+            ("/etc/slurm/deep.conf", "MpiDefault=pmix\n"),
+        ];
         let c = parse(
-            "Include nodes.conf\n\ninclude missing.conf\n",
-            "slurm.conf",
-            &mut inc,
+            "Include nodes.conf\n\ninclude missing.conf\nINCLUDE mpi.conf\n",
+            "/etc/slurm/slurm.conf",
+            &mut files(&fs),
         );
         assert_eq!(c.node("n1").unwrap().get("CPUs"), Some("4"));
+        // Nested: a value set two includes down is seen.
+        assert_eq!(c.get("MpiDefault"), Some("pmix"));
+        assert_eq!(c.include_errors.len(), 1, "{:?}", c.include_errors);
+        assert!(
+            c.include_errors[0].starts_with("/etc/slurm/slurm.conf:3: Include missing.conf: /etc/slurm/missing.conf: No such file or directory"),
+            "{}",
+            c.include_errors[0]
+        );
+        assert_eq!(c.problems, c.include_errors);
         assert_eq!(
-            c.problems,
-            vec!["slurm.conf:3: Include missing.conf: No such file or directory"]
+            c.files,
+            [
+                "/etc/slurm/slurm.conf",
+                "/etc/slurm/nodes.conf",
+                "/etc/slurm/mpi.conf",
+                "/etc/slurm/deep.conf"
+            ]
+        );
+        // `Include=x` is a key, not an include (Slurm wants whitespace after the word).
+        let c = parse("Include=x\n", "s", &mut no_include);
+        assert!(c.include_errors.is_empty());
+    }
+
+    #[test]
+    fn globs_are_refused_as_slurm_does() {
+        let fs = [("/etc/slurm/a.conf", "MpiDefault=pmix\n")];
+        let c = parse("Include *.conf\n", "/etc/slurm/slurm.conf", &mut files(&fs));
+        assert_eq!(c.get("MpiDefault"), None);
+        assert_eq!(c.include_errors.len(), 1);
+        assert!(
+            c.include_errors[0].contains("Slurm does not expand globs"),
+            "{}",
+            c.include_errors[0]
         );
     }
 
     #[test]
-    fn include_loops_stop() {
-        let mut inc = |_: &str| -> Result<Vec<(String, String)>, String> {
-            Ok(vec![("loop.conf".into(), "Include loop.conf\n".into())])
-        };
-        let c = parse("Include loop.conf\n", "slurm.conf", &mut inc);
-        assert_eq!(c.problems.len(), 1);
+    fn percent_c_is_the_cluster_name_set_so_far() {
+        let fs = [("/etc/slurm/gpu.conf", "MpiDefault=pmix\n")];
+        let c = parse(
+            "ClusterName=GPU\nInclude %c.conf\n",
+            "/etc/slurm/slurm.conf",
+            &mut files(&fs),
+        );
+        assert_eq!(c.get("MpiDefault"), Some("pmix"), "{:?}", c.problems);
+        let c = parse(
+            "Include %c.conf\nClusterName=gpu\n",
+            "/etc/slurm/slurm.conf",
+            &mut files(&fs),
+        );
+        assert!(
+            c.include_errors[0].contains("%c needs ClusterName"),
+            "{:?}",
+            c.include_errors
+        );
+    }
+
+    #[test]
+    fn include_loops_stop_and_are_named() {
+        let fs = [
+            ("/etc/slurm/a.conf", "Include b.conf\n"),
+            ("/etc/slurm/b.conf", "Include a.conf\n"),
+        ];
+        let c = parse("Include a.conf\n", "/etc/slurm/slurm.conf", &mut files(&fs));
+        assert_eq!(c.include_errors.len(), 1, "{:?}", c.include_errors);
+        assert!(
+            c.include_errors[0].contains(
+                "an include loop: /etc/slurm/slurm.conf -> /etc/slurm/a.conf -> /etc/slurm/b.conf -> /etc/slurm/a.conf"
+            ),
+            "{}",
+            c.include_errors[0]
+        );
+        // The same file twice side by side is no loop (Slurm reads it twice).
+        let fs = [("/etc/slurm/x.conf", "A=1\n")];
+        let c = parse(
+            "Include x.conf\nInclude x.conf\n",
+            "/etc/slurm/slurm.conf",
+            &mut files(&fs),
+        );
+        assert!(c.include_errors.is_empty(), "{:?}", c.include_errors);
         // Ten includes per file would be 10^8 files at depth 8 without the total budget.
         let ten = "Include x\n".repeat(10);
         let mut calls = 0;
-        let mut inc = |_: &str| -> Result<Vec<(String, String)>, String> {
+        let mut n = 0;
+        let mut inc = |_: &str, _: &str| -> Result<(String, String), String> {
             calls += 1;
-            Ok(vec![("x".into(), ten.clone())])
+            n += 1;
+            Ok((format!("x{n}"), ten.clone()))
         };
         let c = parse(&ten, "slurm.conf", &mut inc);
         assert!(calls <= MAX_INCLUDES + 10, "{calls}");
-        assert!(!c.problems.is_empty());
+        assert!(!c.include_errors.is_empty());
+        // A chain deeper than the limit stops there.
+        let mut n = 0;
+        let mut deep = |_: &str, _: &str| -> Result<(String, String), String> {
+            n += 1;
+            Ok((format!("d{n}"), "Include next\n".into()))
+        };
+        let c = parse("Include next\n", "slurm.conf", &mut deep);
+        assert_eq!(c.files.len(), MAX_INCLUDE_DEPTH + 1);
+        assert!(
+            c.include_errors[0].contains("nested more than"),
+            "{:?}",
+            c.include_errors
+        );
     }
 
     #[test]

@@ -10,8 +10,13 @@ fuzz_target!(|data: &[u8]| {
     let _ = launchguard::protocol::decode(data);
     let text = String::from_utf8_lossy(data);
     let _ = launchguard::config::Config::parse(&text, Path::new("fuzz.toml"));
-    // Includes resolve to the same text (a loop), which the parser must cut off.
-    let mut inc = |_: &str| Ok(vec![("inc.conf".to_string(), text.to_string())]);
+    // Includes resolve to the same text under new names (no loop to name), which the parser must
+    // cut off by its depth and total limits.
+    let mut n = 0u32;
+    let mut inc = |_: &str, _: &str| {
+        n += 1;
+        Ok((format!("inc{n}.conf"), text.to_string()))
+    };
     let c = launchguard_core::slurm_conf::parse(&text, "slurm.conf", &mut inc);
     let _ = c.node("vm");
     let _ = c.node_count();

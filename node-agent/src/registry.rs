@@ -69,10 +69,30 @@ fn slurm_conf(ctx: &Ctx) -> FamilyResult {
     FamilyResult {
         outcomes: launchguard_core::node::slurm_conf::judge(&f),
         facts: vec![
-            ("slurm_conf_digest", file_digest(&ctx.cfg.slurm_conf_path())),
+            ("slurm_conf_digest", slurm_conf_digest(ctx, &f)),
             ("slurm_version", gather::slurmd_version::get(ctx)),
         ],
     }
+}
+
+/// The digest the sweep compares across nodes: slurm.conf's bytes, or, when it has `Include`s,
+/// every file read in order (path and bytes), so an included file that differs is seen too.
+fn slurm_conf_digest(ctx: &Ctx, f: &launchguard_core::node::slurm_conf::SlurmConfFacts) -> String {
+    let files = match &f.conf {
+        Ok(c) if c.files.len() > 1 => &c.files,
+        _ => return file_digest(&ctx.cfg.slurm_conf_path()),
+    };
+    let mut h = Sha256::new();
+    for p in files {
+        h.update(p.as_bytes());
+        h.update([0]);
+        match gather::util::read_bytes(std::path::Path::new(p), gather::util::MAX_READ) {
+            Ok(b) => h.update(&b),
+            Err(e) => h.update(format!("unreadable: {e}").as_bytes()),
+        }
+        h.update([0]);
+    }
+    format!("sha256:{:x}", h.finalize())
 }
 
 fn pmix(ctx: &Ctx) -> FamilyResult {

@@ -3,22 +3,20 @@
 //! mode, where only `--mpi` and `SLURM_MPI_TYPE` are judged), the `mpi_<type>.so` files there and the
 //! PMIx library the requested pmix plugin opens. Read only for an srun that may load a pmix plugin.
 
-use crate::gather::read_small;
 use launchguard_core::checks::pmix::{LocalMpi, MpiRequest};
 use launchguard_core::host::mpi;
 use launchguard_core::node::pmix::PmixPlugin;
-use launchguard_core::slurm_conf::{self, SlurmConf};
+use launchguard_core::slurm_conf::SlurmConf;
+use launchguard_core::SlurmRelease;
 use std::path::Path;
 
-/// slurm.conf as srun reads it, without its `Include`d files (PluginDir and MpiDefault live in
-/// the main file on the sites we know; an included value is simply not seen). At most 4 MiB.
-pub fn slurm_conf() -> Option<SlurmConf> {
+/// slurm.conf as srun reads it, with its `Include` files
+/// ([`launchguard_core::host::slurm_conf::read`], the agent's reader too: relative names as
+/// `release` looks them up, regular files only, at most 4 MiB each); `None` when the main file
+/// cannot be read.
+pub fn slurm_conf(release: SlurmRelease) -> Option<SlurmConf> {
     let path = std::env::var("SLURM_CONF").unwrap_or_else(|_| "/etc/slurm/slurm.conf".into());
-    let text = read_small(Path::new(&path), 4 << 20)?;
-    let mut no_include = |_: &str| -> Result<Vec<(String, String)>, String> {
-        Err("not read by srun's check".into())
-    };
-    Some(slurm_conf::parse(&text, &path, &mut no_include))
+    launchguard_core::host::slurm_conf::read(Path::new(&path), Some(release)).ok()
 }
 
 /// The plugins where srun runs, and the requested type's plugin with its library.

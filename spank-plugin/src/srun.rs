@@ -10,7 +10,7 @@ use launchguard_core::checks::cpus_per_task::CpusSource;
 use launchguard_core::checks::gpus::srun_gpu_request;
 use launchguard_core::checks::marker::{self, CpusMark, SrunMarker};
 use launchguard_core::checks::{cpus_per_task, export, gpu_options, judge, nccl_env, pmix};
-use launchguard_core::{CheckKind, Finding, Mode, Policy};
+use launchguard_core::{CheckKind, Finding, Mode, Policy, SlurmRelease};
 
 /// Name of the variable srun's plugin sets (to `file`) when the step's output goes to a file
 /// (`-o`/`-e`, `SLURM_STDOUTMODE`/`SLURM_STDERRMODE`), so that nothing slurmstepd prints reaches the
@@ -44,7 +44,7 @@ impl launchguard_core::checks::env::Env for ProcessEnv {
 
 /// `launch.pmix` for an srun that may load a pmix plugin: slurm.conf (PluginDir, MpiDefault) is
 /// read only then.
-fn pmix_findings(policy: &Policy, parsed: &ParsedArgv) -> Vec<Finding> {
+fn pmix_findings(policy: &Policy, parsed: &ParsedArgv, release: SlurmRelease) -> Vec<Finding> {
     if policy.mode_for(CheckKind::Pmix) == Mode::Off {
         return vec![];
     }
@@ -57,7 +57,7 @@ fn pmix_findings(policy: &Policy, parsed: &ParsedArgv) -> Vec<Finding> {
             return vec![];
         }
     }
-    let conf = crate::mpi::slurm_conf();
+    let conf = crate::mpi::slurm_conf(release);
     let default = conf.as_ref().and_then(|c| c.get("MpiDefault"));
     let Some(req) = pmix::requested(parsed, &ProcessEnv, default) else {
         return vec![];
@@ -75,7 +75,8 @@ fn pmix_findings(policy: &Policy, parsed: &ParsedArgv) -> Vec<Finding> {
 /// `launch.pmix` from srun's own argv (read from /proc, since options are not parsed yet), so the
 /// line comes before Slurm's failed load. Plugstack argument problems are left to `init_post_opt`.
 pub fn init(sp: &Spank) -> bool {
-    if gather::release(sp).srun_loads_mpi_after_post_opt() {
+    let release = gather::release(sp);
+    if release.srun_loads_mpi_after_post_opt() {
         return true;
     }
     let (policy, _) = launchguard_core::policy::parse_args(sp.args());
@@ -84,7 +85,7 @@ pub fn init(sp: &Spank) -> bool {
     }
     let argv = gather::own_argv();
     let parsed = argv::parse(Tool::Srun, &argv);
-    let verdict = judge(pmix_findings(&policy, &parsed), &policy);
+    let verdict = judge(pmix_findings(&policy, &parsed, release), &policy);
     crate::user_lines::show(verdict.shown.iter().map(|f| f.to_string()), "");
     if verdict.reject {
         ffi::log_user(STOPPED);
@@ -166,7 +167,7 @@ pub fn init_post_opt(sp: &Spank) -> bool {
         }
     }
     if release.srun_loads_mpi_after_post_opt() {
-        findings.extend(pmix_findings(&policy, &parsed));
+        findings.extend(pmix_findings(&policy, &parsed, release));
     }
     let verdict = judge(findings, &policy);
     crate::user_lines::show(verdict.shown.iter().map(|f| f.to_string()), "");

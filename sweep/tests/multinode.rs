@@ -575,6 +575,81 @@ fn a_munge_key_file_that_differs_on_one_node_is_named_by_its_digest() {
     assert_healthy_except(&r, "lgn3");
 }
 
+/// `launchguard check --json --only node.munge` run on `node` itself: in the network, UTS and mount
+/// namespaces of its slurmd (as scripts/multinode.sh starts it: its own /etc/munge, munged socket
+/// and hostname), with the sweep fixture's config. Returns the report and `node.munge.peer_key`'s
+/// (status, message).
+fn check_munge_on(node: &str) -> (Value, (String, String)) {
+    let pid = std::fs::read_to_string(format!("/run/lg-mn/slurmd.{node}.pid"))
+        .expect("slurmd pid file")
+        .trim()
+        .to_string();
+    let config = format!(
+        "--config={}",
+        root()
+            .join("sweep/tests/fixtures/multinode-launchguard.toml")
+            .display()
+    );
+    let o = Command::new("nsenter")
+        .args(["-t", &pid, "-n", "-u", "-m"])
+        .arg(launchguard())
+        .args(["check", "--json", "--only", "node.munge", &config])
+        .env("SLURM_CONF", SLURM_CONF)
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("SLURM_STEP_ID")
+        .output()
+        .expect("nsenter launchguard check");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let r: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    let c = r["checks"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == "node.munge.peer_key"))
+        .unwrap_or_else(|| panic!("no node.munge.peer_key in {r:#}"));
+    let pair = (
+        c["status"].as_str().unwrap_or("").to_string(),
+        c["message"].as_str().unwrap_or("").to_string(),
+    );
+    (r, pair)
+}
+
+/// Issue 24 item 8: a node whose munge key differs from the controller's says so itself
+/// (`launchguard check` on that node, not only `launchguard sweep` across nodes), CRITICAL with the
+/// key fix; a healthy node is not. The healthy run first leaves an answered request in the cache:
+/// the broken key and its restarted munged must not be hidden by it. Before: lgn2's
+/// `check --only node.munge` said OK (10 checks, 10 ok).
+#[test]
+fn a_node_whose_munge_key_differs_from_the_controllers_is_critical_on_itself() {
+    let c = Cluster::up();
+    let (r, (st, _)) = check_munge_on("lgn2");
+    assert_eq!(st, "ok", "healthy first: {r:#}");
+    c.break_node("lgn2", "munge-key");
+    let (r, (st, msg)) = check_munge_on("lgn2");
+    assert_eq!(st, "critical", "{r:#}");
+    assert_eq!(r["status"], "critical", "{r:#}");
+    assert!(
+        msg.contains("refuses this node's munge credential")
+            && msg.contains("munge key differs from the controller's")
+            && msg.contains("chown munge:munge /etc/munge/munge.key, chmod 0400 /etc/munge/munge.key, systemctl restart munge, then systemctl restart slurmd"),
+        "{msg}"
+    );
+    // The other checks of the family do not claim it: munged runs and decodes its own credential.
+    for id in ["node.munge.daemon", "node.munge.roundtrip"] {
+        let s = r["checks"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["id"] == id))
+            .map(|c| c["status"].clone());
+        assert_eq!(s, Some("ok".into()), "{id}: {r:#}");
+    }
+    let (r, (st, _)) = check_munge_on("lgn1");
+    assert_eq!(st, "ok", "a healthy node: {r:#}");
+    assert_ne!(r["status"], "critical", "{r:#}");
+}
+
 #[test]
 fn a_node_whose_hostname_resolves_to_loopback_is_named() {
     let c = Cluster::up();

@@ -1387,3 +1387,84 @@ fn an_srun_through_a_missing_pmix_plugin_or_library_is_named() {
         "Slurm's own line: {r:#?}"
     );
 }
+
+/// Issue 24 (slurm.conf `Include`): `MpiDefault` set in an included file, two levels down, in a
+/// subdirectory. srun reads it (its own `Invalid MPI type` line proves which file it took);
+/// `launch.pmix` must read the same file. Where a nested relative name is looked up differs by
+/// release (22.05: beside the including file; 23.02+: beside slurm.conf), so each candidate holds
+/// a different value and only the one Slurm reads names the missing plugin. Smallest input:
+/// slurm.conf with `Include conf.d/mpi.conf`, that file `Include default.conf`. Before: srun
+/// failed with Slurm's line alone (launchguard read no includes).
+#[test]
+fn mpi_default_from_an_included_file_is_judged_as_srun_reads_it() {
+    let _g = lock();
+    plugstack("mode=warn");
+    let missing = if mpi_types().iter().any(|t| t == "pmix") {
+        "pmix_v99"
+    } else {
+        "pmix"
+    };
+    let dir = format!("{}/include-conf", launchguard_tests::SCRATCH);
+    let host = launchguard_tests::host_path(&dir);
+    let _ = std::fs::remove_dir_all(&host);
+    std::fs::create_dir_all(format!("{host}/conf.d")).expect("mkdir");
+    let real = std::fs::read_to_string(launchguard_tests::host_path("/etc/slurm/slurm.conf"))
+        .expect("slurm.conf");
+    let mut text: String = real
+        .lines()
+        .filter(|l| {
+            !l.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("mpidefault")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    text.push_str("Include conf.d/mpi.conf\n");
+    std::fs::write(format!("{host}/slurm.conf"), text).expect("write conf");
+    std::fs::write(format!("{host}/conf.d/mpi.conf"), "Include default.conf\n").expect("write");
+    let (beside_includer, beside_conf) = if release() < (23, 2) {
+        (missing, "none")
+    } else {
+        ("none", missing)
+    };
+    std::fs::write(
+        format!("{host}/conf.d/default.conf"),
+        format!("MpiDefault={beside_includer}\n"),
+    )
+    .expect("write");
+    std::fs::write(
+        format!("{host}/default.conf"),
+        format!("MpiDefault={beside_conf}\n"),
+    )
+    .expect("write");
+    let conf = format!("{dir}/slurm.conf");
+    let r = run(As::User, &[("SLURM_CONF", &conf)], &["srun", "-n1", "true"]);
+    assert_ne!(r.code, 0, "{r:#?}");
+    assert!(
+        r.stderr
+            .contains(&format!("Invalid MPI type '{missing}', --mpi=list")),
+        "Slurm's own line (it read the included file): {r:#?}"
+    );
+    assert!(
+        r.findings().iter().any(|l| l.starts_with(&format!(
+            "launchguard: launch.pmix: MpiDefault={missing} (slurm.conf) asks for"
+        ))),
+        "{r:#?}"
+    );
+    // An include the user cannot read (a missing one would cost Slurm's 60 s of stat retries):
+    // srun refuses the configuration; launchguard adds nothing false (no launch.pmix line about a
+    // value it could not read).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = format!("{host}/conf.d/default.conf");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let r = run(As::User, &[("SLURM_CONF", &conf)], &["srun", "-n1", "true"]);
+    assert!(r.stderr.contains("Permission denied"), "{r:#?}");
+    assert_ne!(r.code, 0, "{r:#?}");
+    assert!(
+        !r.findings().iter().any(|l| l.contains("launch.pmix")),
+        "{r:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&host);
+}

@@ -1,6 +1,6 @@
 //! Host I/O shared by the SPANK plugin and the agent (feature `host`; the process runner also needs
 //! feature `process`): bounded, non-blocking file reads ([`files`]), the RDMA NICs under sysfs
-//! ([`rdma`]), the hostname, child processes under a deadline ([`process`]), and [`Roots`], the one
+//! ([`rdma`]), slurm.conf with its includes ([`slurm_conf`]), the hostname, child processes under a deadline ([`process`]), and [`Roots`], the one
 //! place gatherers take `/sys`, `/proc`, `/dev` and `/etc` from, so tests point them at fixture
 //! trees (as node_exporter's `--path.sysfs`/`--path.procfs` flags do).
 //!
@@ -13,6 +13,7 @@ pub mod mpi;
 #[cfg(feature = "process")]
 pub mod process;
 pub mod rdma;
+pub mod slurm_conf;
 
 use std::path::{Path, PathBuf};
 

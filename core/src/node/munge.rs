@@ -37,6 +37,10 @@ pub const CHECKS: &[(&str, &str)] = &[
         "node.munge.shared_copy",
         "no copy of the key under the admin's shared paths (e.g. /fsx)",
     ),
+    (
+        "node.munge.peer_key",
+        "slurmctld accepts this node's munge credential (a client request from this node is answered), so the key is the controller's",
+    ),
 ];
 
 /// Seconds the key's mtime may follow munged's start (start times are whole seconds after boot).
@@ -100,10 +104,95 @@ pub struct MungeFacts {
     pub shared_copies: Vec<SharedCopy>,
     /// The shared paths searched (for the message).
     pub shared_paths: Vec<String>,
+    /// A client request from this node to slurmctld, and slurmd's own decode failures.
+    pub peer: PeerKey,
     /// Why munge cannot be judged from here: the key, munged's pid file or its socket is in a
     /// directory the gathering process is shown otherwise than the node (the agent's unit hiding
     /// `/tmp`, `/home`…). Every check of the family is then UNKNOWN (issue 28).
     pub hidden: Option<String>,
+}
+
+/// What a client request from this node to slurmctld showed (`scontrol show config` as root, with
+/// this node's slurm.conf and munged).
+///
+/// Sources: Slurm's `slurm_receive_msg` and slurmctld's `_service_connection`/`_on_msg`: a
+/// credential slurmctld's munged cannot decode (another key: munged's MAC check fails, munge error
+/// 14 'Invalid credential') is answered with `SLURM_PROTOCOL_AUTHENTICATION_ERROR` from 24.05.5
+/// on (the client prints "Protocol authentication error"), and before that the connection is
+/// closed without a reply ("Zero Bytes were transmitted or received"). A munged that cannot encode
+/// on this node fails first, in the client ("Munge encode failed"); a controller that does not
+/// listen is "Unable to contact slurm controller (connect failure)".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerProbe {
+    /// slurmctld answered: it decoded this node's credential. `cached`: the answer is a recent
+    /// one kept while nothing on this node it depends on changed.
+    Answered { cached: bool },
+    /// This runs inside a job step on this node: slurmd decoded slurmctld's job credential to
+    /// start it, which is the same proof (and the controller is not asked from every node of a
+    /// sweep at once).
+    InStep,
+    /// slurmctld refused this node's credential: the client's line.
+    Refused(String),
+    /// slurmctld could not be reached: the client's line (connect failure, no answer in time).
+    Unreachable(String),
+    /// This node's munged could not make a credential: the client's line.
+    LocalMunge(String),
+    /// Not asked: why (no scontrol, munged not running here).
+    NotAsked(String),
+    /// Another failure: the client's line.
+    Other(String),
+}
+
+/// Classifies a failed client request by its error output (see [`PeerProbe`] for the sources).
+pub fn classify_client_error(stderr: &str) -> PeerProbe {
+    let line = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .find(|l| l.contains("Munge encode failed"))
+        .or_else(|| stderr.lines().map(str::trim).rfind(|l| !l.is_empty()))
+        .unwrap_or("")
+        .to_string();
+    let line = crate::finding::clip(&line, 200);
+    if stderr.contains("Munge encode failed") || stderr.contains("auth_g_create") {
+        PeerProbe::LocalMunge(line)
+    } else if stderr.contains("Protocol authentication error")
+        || stderr.contains("Zero Bytes were transmitted or received")
+    {
+        PeerProbe::Refused(line)
+    } else if stderr.contains("Unable to contact slurm controller")
+        || stderr.contains("Connection refused")
+        || stderr.contains("Connection timed out")
+        || stderr.contains("No route to host")
+        || stderr.contains("timed out")
+    {
+        PeerProbe::Unreachable(line)
+    } else {
+        PeerProbe::Other(line)
+    }
+}
+
+/// `Munge decode failed: …` lines in slurmd's log (`SlurmdLogFile`), counted from slurmd's last
+/// start in the part of the log read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeFailures {
+    /// The log file.
+    pub log: String,
+    /// How many.
+    pub count: usize,
+    /// The last one, as written (with its time stamp).
+    pub last: String,
+}
+
+/// Everything `node.munge.peer_key` judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerKey {
+    /// The controller asked (`SlurmctldHost`'s first name), for messages.
+    pub controller: String,
+    /// What the request showed.
+    pub probe: PeerProbe,
+    /// slurmd's decode failures, when its log could be read and holds any.
+    pub decode_failures: Option<DecodeFailures>,
 }
 
 /// Judges the munge family: one outcome per ID of [`CHECKS`].
@@ -128,7 +217,89 @@ pub fn judge(f: &MungeFacts) -> Vec<Outcome> {
         check_munge_key_stale(f, stat),
         check_munge_key_digest(f),
         check_munge_shared_copy(f),
+        check_munge_peer_key(f),
     ]
+}
+
+/// `node.munge.peer_key`: slurmctld accepts this node's credential. The node cannot compare keys
+/// (the controller's is not here), but it sees the consequence: its request is refused. "munged
+/// down" (`node.munge.daemon`, `node.munge.roundtrip`) and "controller unreachable" are not this
+/// check's faults: they are UNKNOWN here.
+fn check_munge_peer_key(f: &MungeFacts) -> Outcome {
+    const ID: &str = "node.munge.peer_key";
+    let p = &f.peer;
+    let ctl = &p.controller;
+    if !matches!(f.daemon, Daemon::Running { .. }) || matches!(f.roundtrip, Some(Err(_))) {
+        return Outcome::unknown(
+            ID,
+            "this node's munged does not work (node.munge.daemon, node.munge.roundtrip), so its key cannot be compared with slurmctld's",
+        );
+    }
+    let log = p.decode_failures.as_ref().map(|d| {
+        format!(
+            "; slurmd's log {} holds {} 'Munge decode failed' line(s), last: {}",
+            quote(&d.log),
+            d.count,
+            crate::finding::clip(&d.last, 160)
+        )
+    });
+    match &p.probe {
+        PeerProbe::Answered { .. } | PeerProbe::InStep => Outcome::ok(ID),
+        PeerProbe::Refused(line) => {
+            let clock = p.decode_failures.as_ref().is_some_and(|d| {
+                d.last.contains("Expired credential") || d.last.contains("Rewound credential")
+            });
+            let (why, fix) = if clock {
+                (
+                    "munge credentials carry their time: with this node's clock off by more than the credential TTL (300 s by default), slurmctld and slurmd refuse each other's credentials, and no job starts here".to_string(),
+                    "set the clock right (chronyc makestep, or timedatectl set-ntp true), then systemctl restart slurmd".to_string(),
+                )
+            } else {
+                (
+                    format!("this node's munge key differs from the controller's: every credential between {ctl} and this node fails ('Invalid credential'), so slurmctld marks the node not responding and no job starts here"),
+                    format!(
+                        "copy the controller's key here (scp {ctl}:/etc/munge/munge.key {k}), chown munge:munge {k}, chmod 0400 {k}, systemctl restart munge, then systemctl restart slurmd",
+                        k = f.key_path
+                    ),
+                )
+            };
+            Outcome::new(
+                ID,
+                Status::Critical,
+                format!(
+                    "slurmctld on {ctl} refuses this node's munge credential (scontrol: '{}'){}",
+                    crate::finding::clip(line, 120),
+                    log.unwrap_or_default()
+                ),
+                why,
+                fix,
+            )
+        }
+        PeerProbe::Unreachable(line) => Outcome::unknown(
+            ID,
+            format!(
+                "slurmctld on {ctl} cannot be reached from this node ({}), so its key cannot be compared{}",
+                crate::finding::clip(line, 120),
+                log.unwrap_or_default()
+            ),
+        ),
+        PeerProbe::LocalMunge(line) => Outcome::unknown(
+            ID,
+            format!(
+                "Slurm's client cannot get a credential from this node's munged ({}): node.munge.daemon and node.munge.roundtrip judge munged",
+                crate::finding::clip(line, 120)
+            ),
+        ),
+        PeerProbe::NotAsked(why) => Outcome::unknown(ID, format!("slurmctld was not asked: {why}")),
+        PeerProbe::Other(line) => Outcome::unknown(
+            ID,
+            format!(
+                "a request to slurmctld on {ctl} failed otherwise than on munge ({}){}",
+                crate::finding::clip(line, 120),
+                log.unwrap_or_default()
+            ),
+        ),
+    }
 }
 
 /// `node.munge.key_present`: the key exists and is a regular file.
@@ -401,7 +572,16 @@ mod tests {
             digest: Ok("sha256:ab".into()),
             shared_copies: vec![],
             shared_paths: vec![],
+            peer: PeerKey {
+                controller: "ctl1".into(),
+                probe: PeerProbe::Answered { cached: false },
+                decode_failures: None,
+            },
         }
+    }
+
+    fn outcome(f: &MungeFacts, id: &str) -> Outcome {
+        judge(f).into_iter().find(|o| o.id == id).unwrap()
     }
 
     fn status(f: &MungeFacts, id: &str) -> Status {
@@ -479,7 +659,7 @@ mod tests {
             controller: None,
         }];
         assert_eq!(status(&f, "node.munge.shared_copy"), Status::Critical);
-        let o = judge(&f).pop().unwrap();
+        let o = outcome(&f, "node.munge.shared_copy");
         assert_eq!(o.user_controlled, None);
         assert!(o.fix.starts_with("shred -u /fsx/munge.key"), "{}", o.fix);
         f.shared_copies[0].mode = 0o400;
@@ -499,7 +679,7 @@ mod tests {
             controlled_by: Some("uid 1001 (alice) owns '/home/alice'".into()),
             controller: Some((1001, Some("alice".into()))),
         }];
-        let o = judge(&f).pop().unwrap();
+        let o = outcome(&f, "node.munge.shared_copy");
         assert_eq!(o.status, Status::Critical);
         assert_eq!(
             o.user_controlled.as_deref(),
@@ -521,12 +701,75 @@ mod tests {
             controlled_by: None,
             controller: None,
         });
-        let o = judge(&f).pop().unwrap();
+        let o = outcome(&f, "node.munge.shared_copy");
         assert_eq!(o.user_controlled, None);
         assert!(
             o.fix.starts_with("shred -u /fsx/admin/munge.key"),
             "{}",
             o.fix
         );
+    }
+
+    /// Issue 24 item 8: a key that differs from the controller's is CRITICAL on the node itself.
+    /// Smallest input: scontrol's line on the 22.05 multinode cluster's lgn2 after
+    /// `scripts/multinode.sh break lgn2 munge-key`. Before: no node check looked (all node.munge.* OK).
+    #[test]
+    fn a_refused_credential_is_critical_with_the_key_fix() {
+        let mut f = good();
+        f.peer.probe = classify_client_error(
+            "slurm_load_ctl_conf error: Zero Bytes were transmitted or received\n",
+        );
+        f.peer.decode_failures = Some(DecodeFailures {
+            log: "/var/log/slurmd.log".into(),
+            count: 3,
+            last: "[2026-12-02T03:04:50.601] error: Munge decode failed: Invalid credential".into(),
+        });
+        let o = judge(&f).pop().unwrap();
+        assert_eq!((o.id, o.status), ("node.munge.peer_key", Status::Critical));
+        assert!(o.what.starts_with("slurmctld on ctl1 refuses this node's munge credential (scontrol: 'slurm_load_ctl_conf error: Zero Bytes were transmitted or received'); slurmd's log '/var/log/slurmd.log' holds 3"), "{}", o.what);
+        assert_eq!(o.fix, "copy the controller's key here (scp ctl1:/etc/munge/munge.key /etc/munge/munge.key), chown munge:munge /etc/munge/munge.key, chmod 0400 /etc/munge/munge.key, systemctl restart munge, then systemctl restart slurmd");
+        // 24.05.5 and later answer with the error instead of closing.
+        f.peer.probe =
+            classify_client_error("slurm_load_ctl_conf error: Protocol authentication error\n");
+        assert_eq!(status(&f, "node.munge.peer_key"), Status::Critical);
+        // Clock skew is said as such.
+        f.peer.decode_failures.as_mut().unwrap().last =
+            "error: Munge decode failed: Expired credential".into();
+        let o = judge(&f).pop().unwrap();
+        assert_eq!(o.status, Status::Critical);
+        assert!(o.fix.starts_with("set the clock right"), "{}", o.fix);
+    }
+
+    #[test]
+    fn munged_down_or_controller_unreachable_is_not_called_a_key_difference() {
+        // munged down here: the client's encode fails (its own line), the daemon check owns it.
+        let mut f = good();
+        f.peer.probe = classify_client_error("scontrol: error: Munge encode failed: Failed to access \"/run/munge/munge.socket.2\": No such file or directory (Did you start munged?)\nscontrol: error: slurm_send_node_msg: auth_g_create: REQUEST_BUILD_INFO has authentication error\nslurm_load_ctl_conf error: Protocol authentication error\n");
+        assert!(
+            matches!(f.peer.probe, PeerProbe::LocalMunge(_)),
+            "{:?}",
+            f.peer.probe
+        );
+        assert_eq!(status(&f, "node.munge.peer_key"), Status::Unknown);
+        f.daemon = Daemon::NotRunning("no pid file".into());
+        f.roundtrip = None;
+        f.peer.probe = PeerProbe::Refused("x".into());
+        assert_eq!(status(&f, "node.munge.peer_key"), Status::Unknown);
+        // The controller does not listen.
+        let mut f = good();
+        f.peer.probe = classify_client_error(
+            "slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)\n",
+        );
+        assert!(
+            matches!(f.peer.probe, PeerProbe::Unreachable(_)),
+            "{:?}",
+            f.peer.probe
+        );
+        assert_eq!(status(&f, "node.munge.peer_key"), Status::Unknown);
+        // Answered (fresh, cached, or inside a step): OK.
+        for probe in [PeerProbe::Answered { cached: true }, PeerProbe::InStep] {
+            f.peer.probe = probe;
+            assert_eq!(status(&f, "node.munge.peer_key"), Status::Ok);
+        }
     }
 }

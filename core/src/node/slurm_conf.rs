@@ -159,6 +159,21 @@ fn check_slurm_conf_unreadable(f: &SlurmConfFacts, e: &ConfReadError) -> Outcome
 
 /// `node.slurm_conf.parse`: the file names this node and has no problems.
 fn check_slurm_conf_parse(f: &SlurmConfFacts, conf: &SlurmConf, has_node: bool) -> Outcome {
+    // An include Slurm cannot follow comes first: the node's own line may be in the file not read.
+    if let Some(e) = conf.include_errors.first() {
+        return Outcome::new(
+            "node.slurm_conf.parse",
+            Status::Critical,
+            format!(
+                "{} {} cannot be followed: {}",
+                conf.include_errors.len(),
+                if conf.include_errors.len() == 1 { "Include" } else { "Includes" },
+                crate::finding::clip(e, 240)
+            ),
+            "Slurm refuses the whole configuration when an included file cannot be read (slurmd, slurmctld and every command stop with 'Unable to process configuration file')",
+            "make the named file exist and readable by every user (mode 0644), list each file on its own Include line (no globs), then scontrol reconfigure",
+        );
+    }
     match (has_node, conf.problems.first()) {
         (false, _) => Outcome::new(
             "node.slurm_conf.parse",
@@ -346,7 +361,7 @@ mod tests {
 
     fn facts(line: &str) -> SlurmConfFacts {
         let text = format!("ClusterName=c\n{line}\n");
-        let conf = parse(&text, "slurm.conf", &mut |_| Err("no".into()));
+        let conf = parse(&text, "slurm.conf", &mut |_, _| Err("no".into()));
         SlurmConfFacts {
             path: "/etc/slurm/slurm.conf".into(),
             conf: Ok(conf),
@@ -366,6 +381,34 @@ mod tests {
 
     fn status(f: &SlurmConfFacts, id: &str) -> Status {
         judge(f).into_iter().find(|o| o.id == id).unwrap().status
+    }
+
+    /// Smallest input: `Include nodes.conf` where nodes.conf is missing. Before: the node's line
+    /// (in nodes.conf) was not found and the WARNING/CRITICAL said only "defines no node".
+    #[test]
+    fn an_include_slurm_cannot_follow_is_critical_and_named_first() {
+        let conf = parse(
+            "ClusterName=c\nInclude nodes.conf\n",
+            "/etc/slurm/slurm.conf",
+            &mut |_, _| Err("/etc/slurm/nodes.conf: No such file or directory (os error 2)".into()),
+        );
+        let mut f = facts("");
+        f.conf = Ok(conf);
+        let o = judge(&f).remove(0);
+        assert_eq!(o.id, "node.slurm_conf.parse");
+        assert_eq!(o.status, Status::Critical);
+        assert!(
+            o.what.contains(
+                "/etc/slurm/slurm.conf:2: Include nodes.conf: /etc/slurm/nodes.conf: No such file"
+            ),
+            "{}",
+            o.what
+        );
+        assert!(
+            o.why.contains("Unable to process configuration file"),
+            "{}",
+            o.why
+        );
     }
 
     #[test]

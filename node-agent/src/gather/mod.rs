@@ -15,6 +15,7 @@ pub mod imex;
 pub mod memlock;
 pub mod munge;
 pub mod munge_paths;
+pub mod munge_peer;
 pub mod munge_socket;
 pub mod nccl_env;
 pub mod netlink_addrs;
@@ -155,7 +156,7 @@ impl Ctx {
             .slurm_conf
             .get_or_init(|| {
                 let path = self.cfg.slurm_conf_path();
-                (path.clone(), slurm_conf::read(&path))
+                (path.clone(), slurm_conf::read(self, &path))
             })
             .clone()
     }

@@ -1,5 +1,6 @@
 //! Facts for `node.munge.*`: stat of the key, the munge user, munged's pid file and start time, a
-//! `munge -n | unmunge` round trip against the configured socket (spoken on the socket), the key's digest, stray copies.
+//! `munge -n | unmunge` round trip against the configured socket (spoken on the socket), the key's digest, stray copies,
+//! and whether slurmctld accepts this node's credential ([`super::munge_peer`]).
 
 use super::munge_socket;
 use super::nofollow::{self, Link};
@@ -62,7 +63,9 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
     let hidden = [&m.key, &m.pid_file, &m.socket]
         .iter()
         .find_map(|p| super::view::hidden(ctx, p));
+    let peer = super::munge_peer::gather(ctx, &daemon, matches!(roundtrip, Some(Ok(()))));
     MungeFacts {
+        peer,
         hidden,
         key_path: m.key.display().to_string(),
         key,

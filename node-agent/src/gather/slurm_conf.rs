@@ -4,42 +4,16 @@
 use super::util;
 use super::Ctx;
 use launchguard_core::node::slurm_conf::{ConfReadError, Hardware, SlurmConfFacts};
-use launchguard_core::slurm_conf::{self, SlurmConf};
+use launchguard_core::slurm_conf::SlurmConf;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Reads and parses slurm.conf at `path`, following `Include` lines (relative to its directory, globs
-/// in the last component).
-pub fn read(path: &Path) -> Result<SlurmConf, ConfReadError> {
-    let text = util::read_text(path)?;
-    let dir = path
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/".into());
-    let mut include = |target: &str| -> Result<Vec<(String, String)>, String> {
-        let p = if target.starts_with('/') {
-            PathBuf::from(target)
-        } else {
-            dir.join(target)
-        };
-        let files = util::glob_last(&p);
-        if files.is_empty() {
-            return Err("No such file or directory".into());
-        }
-        files
-            .into_iter()
-            .map(|f| {
-                util::read_text(&f)
-                    .map(|t| (f.display().to_string(), t))
-                    .map_err(|e| format!("{}: {e}", f.display()))
-            })
-            .collect()
-    };
-    Ok(slurm_conf::parse(
-        &text,
-        &path.display().to_string(),
-        &mut include,
-    ))
+/// Reads and parses slurm.conf at `path` with its `Include` files, as the installed Slurm does
+/// ([`launchguard_core::host::slurm_conf::read`], the reader the plugin shares; the release from
+/// `slurmd -V` decides where a nested relative include is looked up).
+pub fn read(ctx: &Ctx, path: &Path) -> Result<SlurmConf, ConfReadError> {
+    let release = launchguard_core::SlurmRelease::parse(&super::slurmd_version::get(ctx));
+    Ok(launchguard_core::host::slurm_conf::read(path, release)?)
 }
 
 /// The node's hardware, as `slurmd -C` computes it.
