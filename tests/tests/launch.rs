@@ -1456,7 +1456,12 @@ fn mpi_default_from_an_included_file_is_judged_as_srun_reads_it() {
     // value it could not read).
     {
         use std::os::unix::fs::PermissionsExt;
-        let p = format!("{host}/conf.d/default.conf");
+        // The file this release reads (the one that names `missing`, above).
+        let p = if release() < (23, 2) {
+            format!("{host}/conf.d/default.conf")
+        } else {
+            format!("{host}/default.conf")
+        };
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
     let r = run(As::User, &[("SLURM_CONF", &conf)], &["srun", "-n1", "true"]);
