@@ -20,7 +20,7 @@ import sys
 
 # Ignore reasons (libtest prints `test NAME ... ignored, REASON`) of the skips the run accepts, and why.
 ALLOWED_SKIPS = {
-    "real Pyxis:": "real Pyxis is not installed here (scripts/pyxis.sh build/install/image, then LG_PYXIS=1)",
+    "real Pyxis:": "real Pyxis runs on the host cluster only, where scripts/pyxis.sh installed it (then LG_PYXIS=1)",
 }
 
 # libtest's line, and the same line without `ignored` that the script stages print
@@ -127,7 +127,7 @@ error: test failed, to rerun pass `-p launchguard --test agent`
 
 CANNED_PASS = """\
 running 2 tests
-test real_pyxis_in_both_orders ... ignored, real Pyxis: not installed here; LG_PYXIS=1 runs it
+test real_pyxis_in_both_orders ... ignored, real Pyxis: runs on the host cluster only, with LG_PYXIS=1
 test next_to_pyxis ... ok
 test result: ok. 1 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 1.00s
 running 5 tests
@@ -153,7 +153,7 @@ def self_test():
     assert lines == [
         "tests: 6 passed, 0 failed, 1 skipped",
         "test: accepted skips: real_pyxis_in_both_orders "
-        "(real Pyxis is not installed here (scripts/pyxis.sh build/install/image, then LG_PYXIS=1))",
+        "(real Pyxis runs on the host cluster only, where scripts/pyxis.sh installed it (then LG_PYXIS=1))",
     ], lines
     # A stage that failed outside cargo test: its own command.
     lines, status = render(parse(""), stage="cargo clippy -D warnings", rerun="cargo clippy --release --workspace --all-targets -- -D warnings")

@@ -136,7 +136,7 @@ const BLIND: &str = "launchguard: node.plugstack.order: job ";
 #[test]
 #[cfg_attr(
     not(lg_pyxis),
-    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+    ignore = "real Pyxis: runs on the host cluster only, with LG_PYXIS=1 (scripts/test.sh sets it where scripts/pyxis.sh installed Pyxis)"
 )]
 fn real_pyxis_in_both_orders() {
     require_pyxis();
@@ -396,7 +396,7 @@ fn real_pyxis_in_both_orders() {
 #[test]
 #[cfg_attr(
     not(lg_pyxis),
-    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+    ignore = "real Pyxis: runs on the host cluster only, with LG_PYXIS=1 (scripts/test.sh sets it where scripts/pyxis.sh installed Pyxis)"
 )]
 fn real_pmix_in_a_container() {
     require_pyxis();
@@ -525,7 +525,7 @@ fn real_pmix_in_a_container() {
 #[test]
 #[cfg_attr(
     not(lg_pyxis),
-    ignore = "real Pyxis: not installed here; LG_PYXIS=1 runs it after scripts/pyxis.sh build/install/image (real_pyxis.rs)"
+    ignore = "real Pyxis: runs on the host cluster only, with LG_PYXIS=1 (scripts/test.sh sets it where scripts/pyxis.sh installed Pyxis)"
 )]
 fn real_export_none_in_a_container() {
     require_pyxis();
