@@ -1,7 +1,7 @@
 //! Facts for `node.munge.peer_key`: a client request from this node to slurmctld
 //! (`scontrol show config` as root, with this node's slurm.conf and munged, 5 s deadline) and the
 //! `Munge decode failed` lines in slurmd's own log (`SlurmdLogFile`, `%n`/`%h` expanded as
-//! slurm.conf(5) says), counted from slurmd's last start.
+//! slurm.conf(5) says), counted from slurmd's last start, read only when the request failed.
 //!
 //! Staleness: only an answered request is kept ([`disk_cache`], at most [`TTL`], 10 minutes, old), under a key
 //! naming everything on this node the answer depends on: slurm.conf's stat, the munge key file's
@@ -43,11 +43,21 @@ pub fn gather(ctx: &Ctx, daemon: &Daemon, local_ok: bool) -> PeerKey {
         .map(|h| h.split('(').next().unwrap_or(h).trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "the controller".into());
-    let decode_failures = conf.as_ref().and_then(|c| decode_failures(ctx, c));
     let probe = if local_ok {
         probe(ctx, &conf_path, daemon)
     } else {
         PeerProbe::NotAsked("this node's own munge round trip fails".into())
+    };
+    // slurmd's log is evidence only beside a request that failed (the judge quotes it then): a
+    // node whose request was answered, the usual case, does not read up to 1 MiB of log each run.
+    let failed = matches!(
+        probe,
+        PeerProbe::Refused(_) | PeerProbe::Unreachable(_) | PeerProbe::Other(_)
+    );
+    let decode_failures = if failed {
+        conf.as_ref().and_then(|c| decode_failures(ctx, c))
+    } else {
+        None
     };
     PeerKey {
         controller,
