@@ -73,7 +73,7 @@ for b in "${binaries[@]}"; do
     start=$(date +%s)
     # The cluster the binary uses, locked as every user of it does (pure binaries take none).
     case "$pkg:$test" in
-      *:multinode) lock=(flock -o /tmp/lg-cluster-multinode.lock) ;;
+      *:multinode|launchguard-sweep:*) lock=(flock -o /tmp/lg-cluster-multinode.lock) ;;
       launchguard-tests:*) lock=(flock -o "/tmp/lg-cluster-${LG_CLUSTER:-host}.lock") ;;
       launchguard-nccl:*|launchguard-core:*) lock=() ;;
       *) lock=(flock -o /tmp/lg-cluster-host.lock) ;;
