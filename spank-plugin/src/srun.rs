@@ -90,19 +90,7 @@ pub fn init(sp: &Spank) -> bool {
     if verdict.reject {
         ffi::log_user(STOPPED);
     }
-    if !verdict.shown.is_empty() {
-        crate::agent_client::report(
-            &policy,
-            &crate::agent_client::Verdict {
-                phase: "srun",
-                job: None,
-                step: None,
-                uid: crate::agent_client::euid(),
-                shown: &verdict.shown,
-                reject: verdict.reject,
-            },
-        );
-    }
+    report_srun(&policy, &verdict.shown, verdict.reject);
     !verdict.reject
 }
 
@@ -202,25 +190,31 @@ pub fn init_post_opt(sp: &Spank) -> bool {
     // The agent refuses an srun report naming a check that srun does not run (CheckKind::in_srun,
     // the one list both sides read): every check called above must be one of them.
     debug_assert!(verdict.shown.iter().all(|f| f.check.in_srun()));
-    let reported: Vec<_> = verdict
-        .shown
+    report_srun(&policy, &verdict.shown, verdict.reject);
+    !verdict.reject
+}
+
+/// Reports srun's findings to the node agent (phase `srun`): only checks srun runs
+/// ([`launchguard_core::finding::CheckKind::in_srun`], the list the agent accepts), nothing when
+/// none was shown. Before allocation there is no job yet; slurmstepd reports the steps that run.
+fn report_srun(policy: &Policy, shown: &[Finding], reject: bool) {
+    let reported: Vec<_> = shown
         .iter()
         .filter(|f| f.check.in_srun())
         .cloned()
         .collect();
-    if !reported.is_empty() {
-        // Before allocation there is no job yet; slurmstepd reports the steps that run.
-        crate::agent_client::report(
-            &policy,
-            &crate::agent_client::Verdict {
-                phase: "srun",
-                job: None,
-                step: None,
-                uid: crate::agent_client::euid(),
-                shown: &reported,
-                reject: verdict.reject,
-            },
-        );
+    if reported.is_empty() {
+        return;
     }
-    !verdict.reject
+    crate::agent_client::report(
+        policy,
+        &crate::agent_client::Verdict {
+            phase: "srun",
+            job: None,
+            step: None,
+            uid: crate::agent_client::euid(),
+            shown: &reported,
+            reject,
+        },
+    );
 }
