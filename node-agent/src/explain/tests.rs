@@ -356,3 +356,37 @@ slurmstepd: error: pyxis: couldn't get list of existing container filesystems
     );
     assert!(rep.findings[0].example.contains("/raid/enroot-data"));
 }
+
+/// Issue 31: enroot creates a missing ENROOT_DATA_PATH with mode 0700, so a fixed data path shared
+/// by all users belongs to the first user, and `enroot list` (Pyxis runs it for --container-name)
+/// fails for everyone else with `Could not change directory`: the data path leads, Pyxis's relays
+/// come after it.
+#[test]
+fn a_data_path_enroot_cannot_enter_leads_the_pyxis_list_failure() {
+    let out = "\
+slurmstepd: error: pyxis: child 77 failed with error code: 1
+slurmstepd: error: pyxis: couldn't execute enroot command
+slurmstepd: error: pyxis: printing enroot log file:
+slurmstepd: error: pyxis:     [ERROR] Could not change directory: /tmp/enroot-data
+slurmstepd: error: pyxis: couldn't get list of existing container filesystems
+slurmstepd: error: pyxis: couldn't get list of containers
+";
+    let rep = explain_bytes(rules(), out.as_bytes());
+    let got: Vec<(&str, &str)> = rep
+        .findings
+        .iter()
+        .map(|f| (f.id.as_str(), f.what.as_str()))
+        .collect();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(
+        got[0],
+        (
+            "node.enroot.storage",
+            "enroot could not enter the directory '/tmp/enroot-data'"
+        )
+    );
+    assert!(rep.findings[0].fix.contains("per user"));
+    assert_eq!(got[1].0, "node.enroot.storage");
+    assert_eq!(got[2].0, "job.pyxis_follow_on");
+    assert_eq!(rep.findings[2].count, 2);
+}
