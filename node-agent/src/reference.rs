@@ -250,7 +250,10 @@ fn explain_rules() -> Result<String, String> {
         .map(|r| {
             vec![
                 code(&r.id),
-                cell(&format!("{:?}", r.severity).to_lowercase()),
+                cell(&match r.role {
+                    crate::explain::Role::Cause => format!("{:?}", r.severity).to_lowercase(),
+                    role => format!("{:?} ({:?})", r.severity, role).to_lowercase(),
+                }),
                 cell(&r.what),
                 cell(&r.why),
                 cell(&r.fix),
@@ -264,7 +267,10 @@ fn explain_rules() -> Result<String, String> {
         &rows,
     );
     out.push_str(
-        "\nThe first rule that matches a line wins; `{name}` is filled from the line. NCCL lines also \
+        "\nThe first rule that matches a line wins; `{name}` is filled from the line. A report lists \
+         the findings of lines that name a cause first, then those of hints (a likely cause a program \
+         prints after any failure), then those of relays (a line that only passes on an earlier \
+         failure and names the line to read), each in the order of their first line. NCCL lines also \
          get `launchguard nccl check`'s findings ([nccl-rules.md](nccl-rules.md)).\n",
     );
     Ok(out)

@@ -37,7 +37,7 @@ fn explain(args: &[&str], stdin: Option<&[u8]>) -> (i32, serde_json::Value, Stri
     )
 }
 
-/// (finding ID, count), in order of first line.
+/// (finding ID, count), in the report's order: causes by first line, then hints, then relays.
 type Want = &'static [(&'static str, u64)];
 
 /// (file, exit code, findings).
@@ -49,7 +49,11 @@ const CASES: &[(&str, i32, Want)] = &[
     (
         "pyxis_run_enroot.out",
         2,
-        &[("launch.enroot_runtime", 1), ("job.spank_failed", 1)],
+        &[
+            ("launch.enroot_runtime", 1),
+            ("job.pyxis_follow_on", 2),
+            ("job.spank_failed", 1),
+        ],
     ),
     (
         "pyxis_epilog_paths.log",
@@ -59,6 +63,7 @@ const CASES: &[(&str, i32, Want)] = &[
             ("node.enroot.storage", 1),
             ("launch.enroot_runtime", 1),
             ("node.enroot.storage", 1),
+            ("job.pyxis_follow_on", 2),
             ("job.spank_failed", 1),
         ],
     ),
@@ -67,11 +72,15 @@ const CASES: &[(&str, i32, Want)] = &[
         2,
         &[("node.enroot.runtime_path", 1)],
     ),
-    ("enroot_userns.out", 2, &[("job.user_namespaces", 1)]),
+    (
+        "enroot_userns.out",
+        2,
+        &[("job.user_namespaces", 1), ("job.pyxis_follow_on", 2)],
+    ),
     (
         "enroot_data_fixed_path.out",
         2,
-        &[("node.enroot.storage", 1)],
+        &[("node.enroot.storage", 1), ("job.pyxis_follow_on", 2)],
     ),
     ("cpus_per_task_env.out", 2, &[("launch.cpus_per_task", 1)]),
     (
@@ -105,6 +114,7 @@ const CASES: &[(&str, i32, Want)] = &[
         &[
             ("node.enroot.nvidia_hook", 1),
             ("node.enroot.nvidia_hook", 1),
+            ("job.pyxis_follow_on", 2),
             ("job.spank_failed", 1),
         ],
     ),
@@ -148,7 +158,11 @@ const CASES: &[(&str, i32, Want)] = &[
     (
         "pyxis_entrypoint.out",
         2,
-        &[("job.container_entrypoint", 1), ("job.spank_failed", 1)],
+        &[
+            ("job.container_entrypoint", 1),
+            ("job.pyxis_follow_on", 2),
+            ("job.spank_failed", 1),
+        ],
     ),
     (
         "pyxis_exec_bash_hint.out",
@@ -156,6 +170,7 @@ const CASES: &[(&str, i32, Want)] = &[
         &[
             ("job.container_exec", 1),
             ("job.container_entrypoint", 1),
+            ("job.pyxis_follow_on", 2),
             ("job.spank_failed", 1),
         ],
     ),
@@ -255,10 +270,10 @@ fn text_output_is_one_finding_per_line_and_says_when_nothing_is_known() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
     assert!(lines[0].starts_with("launchguard: launch.enroot_runtime: enroot could not create its runtime directory '/run/enroot' (line 5); "), "{text}");
     assert!(
-        lines[2].ends_with("CRITICAL — 2 known symptoms (2 critical, 0 warning) in 9 lines"),
+        lines[3].ends_with("CRITICAL — 3 known symptoms (3 critical, 0 warning) in 9 lines"),
         "{text}"
     );
     assert_eq!(out.status.code(), Some(2));

@@ -7,7 +7,9 @@
 //! symptom with a regular expression, the texts, the public document it follows and example lines
 //! that the unit tests run. The first rule that matches a line explains it; unknown lines are
 //! ignored. Repeated symptoms (the same finding from many tasks or nodes) are reported once with a
-//! count.
+//! count. A rule's [`Role`] orders the report: the lines that name a cause lead, then hints, then
+//! relays (lines that only pass on an earlier failure), so a program that prints its summary
+//! before the log that says why (Pyxis before enroot's) does not lead with the summary.
 //!
 //! NCCL and aws-ofi-nccl lines have one judge: every line also goes to `launchguard nccl`'s log
 //! scanner, and when the input holds NCCL output, the findings of `launchguard nccl check`'s model
@@ -114,6 +116,27 @@ pub struct Rule {
     /// Lines this rule must not explain (tests).
     #[serde(default)]
     pub counter: Vec<String>,
+    /// What the line is to the cause: [`Role::Cause`] (the default), a hint or a relay; a report
+    /// leads with causes, then hints, then relays.
+    #[serde(default)]
+    pub role: Role,
+}
+
+/// What a matched line says about the cause, which orders the findings of one input: a line that
+/// names a cause leads, a hint (a likely cause that its program prints after any failure, e.g.
+/// Pyxis's `--no-container-entrypoint` advice) follows the causes, and a relay (a line that only
+/// reports that an earlier step failed and points at the line that says why, e.g. Pyxis's
+/// `child N failed with error code` before the enroot log it prints) comes last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The line names a cause (the default).
+    #[default]
+    Cause,
+    /// The line names a likely cause that another line's cause overrides.
+    Hint,
+    /// The line names no cause of its own: it relays another line's failure.
+    Relay,
 }
 
 #[derive(Deserialize)]
@@ -281,6 +304,9 @@ pub struct Found {
     pub count: u64,
     /// The first such line (clipped).
     pub example: String,
+    /// The rule's role (orders the report, not shown).
+    #[serde(skip)]
+    pub role: Role,
 }
 
 impl Found {
@@ -362,12 +388,14 @@ impl<'r> Explainer<'r> {
             first_line: self.lines,
             count: 1,
             example,
+            role: r.role,
         });
         self.index.insert(key, self.found.len() - 1);
     }
 
     /// Ends the input: the report (findings in the order of their first line, then the NCCL
-    /// model's findings about the input as a whole).
+    /// model's findings about the input as a whole, then the findings of hints and of relays:
+    /// the causes lead whatever order the program printed them in).
     pub fn finish(mut self, input: &str, bytes: u64) -> Report {
         if let Ok(p) = self.nccl.finish() {
             let label = if input == "-" {
@@ -380,6 +408,8 @@ impl<'r> Explainer<'r> {
                 self.found.push(nccl_found(f));
             }
         }
+        // Stable: each role keeps the order of first lines.
+        self.found.sort_by_key(|f| f.role);
         let worst = self
             .found
             .iter()
@@ -427,6 +457,7 @@ fn nccl_found(f: launchguard_nccl::model::Finding) -> Found {
         first_line: 0,
         count: 1,
         example: String::new(),
+        role: Role::Cause,
     }
 }
 
@@ -449,7 +480,7 @@ pub struct Report {
     pub long_lines: u64,
     /// Lines with a known symptom beyond the first [`MAX_DISTINCT`] distinct findings.
     pub more_findings: u64,
-    /// The findings, in the order of their first line.
+    /// The findings: the causes in the order of their first line, then hints, then relays.
     pub findings: Vec<Found>,
 }
 

@@ -275,3 +275,118 @@ fn out_of_bounds_values_say_rerun_once_then_drain() {
         f.fix
     );
 }
+
+/// Issue 31: Pyxis prints that an enroot command failed (`child N failed with error code`,
+/// `couldn't execute enroot command`, `container start failed with error code`) and only then the
+/// enroot log that says why, and its `--no-container-entrypoint` advice between the two. Pasted
+/// alone, such a line is a relay that names the lines to read; pasted with the lines around it (in
+/// Pyxis 0.24.0's order), the enroot cause leads, the advice follows it and the relays come last.
+#[test]
+fn pyxis_relays_name_the_enroot_log_and_the_enroot_cause_leads() {
+    let r = rules();
+    for line in [
+        "slurmstepd: error: pyxis: child 5123 failed with error code: 1",
+        "slurmstepd: error: pyxis: couldn't execute enroot command",
+        "slurmstepd: error: pyxis: container start failed with error code: 1",
+    ] {
+        let rep = explain_bytes(r, line.as_bytes());
+        assert_eq!(
+            ids(&rep),
+            [("job.pyxis_follow_on", Severity::Critical, 1)],
+            "{line}"
+        );
+        let f = &rep.findings[0];
+        assert!(f.what.contains("only relays"), "{}", f.what);
+        assert!(
+            f.fix
+                .starts_with("read the lines after 'pyxis: printing enroot log file:'"),
+            "{}",
+            f.fix
+        );
+    }
+    let fork = "slurmstepd: error: pyxis: fork error: Resource temporarily unavailable\n\
+                slurmstepd: error: pyxis: failed to start container\n";
+    let rep = explain_bytes(r, fork.as_bytes());
+    assert_eq!(
+        ids(&rep),
+        [
+            ("job.pyxis_resources", Severity::Critical, 1),
+            ("job.pyxis_follow_on", Severity::Critical, 1)
+        ]
+    );
+    assert!(rep.findings[1].fix.contains("fork error"));
+    // Pyxis 0.24.0: the exit code, the entrypoint advice, then enroot's log.
+    let start = "\
+slurmstepd: error: pyxis: child 812 failed with error code: 1
+slurmstepd: error: pyxis: container start failed with error code: 1
+slurmstepd: error: pyxis: if the image has an unusual entrypoint, try using --no-container-entrypoint
+slurmstepd: error: pyxis: printing enroot log file:
+slurmstepd: error: pyxis:     enroot-nsenter: failed to create user namespace: Permission denied
+slurmstepd: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1
+";
+    let rep = explain_bytes(r, start.as_bytes());
+    let got: Vec<&str> = rep.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        got,
+        [
+            "job.user_namespaces",
+            "job.container_entrypoint",
+            "job.pyxis_follow_on",
+            "job.spank_failed"
+        ]
+    );
+    assert_eq!(rep.findings[2].count, 2);
+    // `enroot list` failing for a data path the user cannot create: the storage cause leads.
+    let list = "\
+slurmstepd: error: pyxis: child 77 failed with error code: 1
+slurmstepd: error: pyxis: couldn't execute enroot command
+slurmstepd: error: pyxis: printing enroot log file:
+slurmstepd: error: pyxis:     mkdir: cannot create directory '/raid/enroot-data/user-1000': Permission denied
+slurmstepd: error: pyxis: couldn't get list of existing container filesystems
+";
+    let rep = explain_bytes(r, list.as_bytes());
+    let got: Vec<&str> = rep.findings.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        got,
+        [
+            "node.enroot.storage",
+            "node.enroot.storage",
+            "job.pyxis_follow_on"
+        ]
+    );
+    assert!(rep.findings[0].example.contains("/raid/enroot-data"));
+}
+
+/// Issue 31: enroot creates a missing ENROOT_DATA_PATH with mode 0700, so a fixed data path shared
+/// by all users belongs to the first user, and `enroot list` (Pyxis runs it for --container-name)
+/// fails for everyone else with `Could not change directory`: the data path leads, Pyxis's relays
+/// come after it.
+#[test]
+fn a_data_path_enroot_cannot_enter_leads_the_pyxis_list_failure() {
+    let out = "\
+slurmstepd: error: pyxis: child 77 failed with error code: 1
+slurmstepd: error: pyxis: couldn't execute enroot command
+slurmstepd: error: pyxis: printing enroot log file:
+slurmstepd: error: pyxis:     [ERROR] Could not change directory: /tmp/enroot-data
+slurmstepd: error: pyxis: couldn't get list of existing container filesystems
+slurmstepd: error: pyxis: couldn't get list of containers
+";
+    let rep = explain_bytes(rules(), out.as_bytes());
+    let got: Vec<(&str, &str)> = rep
+        .findings
+        .iter()
+        .map(|f| (f.id.as_str(), f.what.as_str()))
+        .collect();
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(
+        got[0],
+        (
+            "node.enroot.storage",
+            "enroot could not enter the directory '/tmp/enroot-data'"
+        )
+    );
+    assert!(rep.findings[0].fix.contains("per user"));
+    assert_eq!(got[1].0, "node.enroot.storage");
+    assert_eq!(got[2].0, "job.pyxis_follow_on");
+    assert_eq!(rep.findings[2].count, 2);
+}
