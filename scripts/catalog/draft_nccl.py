@@ -37,13 +37,16 @@ TSV = os.path.join(HERE, "triage-nccl.tsv")
 
 
 def templates(tree):
-    """[(rel, line, template, args)] of NCCL's WARN calls, one per distinct (file, template)."""
+    """[(rel, line, template, args)] of NCCL's WARN calls (aws-ofi-nccl's NCCL_OFI_WARN calls for
+    an aws-ofi-nccl tree), one per distinct (file, template)."""
     out, seen = [], set()
-    dirs = ["src"] + [d for d in ("plugins", "ext-net") if os.path.isdir(os.path.join(tree, d))]
+    ofi = catalog.detect(tree) == "aws-ofi-nccl"
+    dirs = [""] if ofi else ["src"] + [d for d in ("plugins", "ext-net") if os.path.isdir(os.path.join(tree, d))]
+    call = "NCCL_OFI_WARN" if ofi else "WARN"
     for d in dirs:
         exts = (".cc", ".cu", ".h", ".c", ".cpp")
         for p in catalog.files(tree, exts, d):
-            for line, _, t, args in catalog.c_calls(p, ["WARN"], lambda c: 0):
+            for line, _, t, args in catalog.c_calls(p, [call], lambda c: 0):
                 rel = os.path.relpath(p, tree)
                 if (rel, t) not in seen:
                     seen.add((rel, t))
@@ -55,12 +58,13 @@ def cmd_list(a, tri):
     want = set(a.cls.split(","))
     shown = set()
     for tree in a.trees:
+        src_kind = catalog.detect(tree)
         for rel, line, t, args in templates(tree):
             h = catalog.key_hash(t)
-            ar = catalog.area("nccl", rel)
+            ar = catalog.area(src_kind, rel)
             if not a.all_areas and ar not in catalog.GOAL_AREAS:
                 continue
-            cls, fid, note, _ = tri.get(("nccl", rel, h), ("untriaged", "-", "", ()))
+            cls, fid, note, _ = tri.get((src_kind, rel, h), ("untriaged", "-", "", ()))
             if cls not in want or (rel, h) in shown:
                 continue
             shown.add((rel, h))
@@ -85,23 +89,24 @@ def cmd_apply(a):
     tri = catalog.load_triage([catalog.TRIAGE_DIR])
     want = set(a.cls.split(","))
     for tree in a.trees:
+        src_kind = catalog.detect(tree)
         for rel, _, t, _ in templates(tree):
             h = catalog.key_hash(t)
-            if tri.get(("nccl", rel, h), ("untriaged",))[0] not in want:
+            if tri.get((src_kind, rel, h), ("untriaged",))[0] not in want:
                 continue
-            if not a.all_areas and catalog.area("nccl", rel) not in catalog.GOAL_AREAS:
+            if not a.all_areas and catalog.area(src_kind, rel) not in catalog.GOAL_AREAS:
                 continue
             for glob, rx, cls, fid, note in rules:
                 if fnmatch.fnmatch(rel, glob) and rx.search(t):
-                    decided[(rel, catalog.key_hash(t))] = (cls, fid, note)
+                    decided[(src_kind, rel, catalog.key_hash(t))] = (cls, fid, note)
                     break
     lines = open(TSV, encoding="utf-8").read().split("\n")
     out, changed, done = [], 0, set()
     for ln in lines:
         cols = ln.split("\t")
-        if ln.startswith("nccl\t") and (cols[1], cols[2]) in decided:
-            cls, fid, note = decided[(cols[1], cols[2])]
-            done.add((cols[1], cols[2]))
+        if len(cols) > 2 and (cols[0], cols[1], cols[2]) in decided:
+            cls, fid, note = decided[(cols[0], cols[1], cols[2])]
+            done.add((cols[0], cols[1], cols[2]))
             new = "\t".join([cols[0], cols[1], cols[2], cls, fid, note] + cols[6:])
             if new != ln:
                 changed += 1
@@ -111,8 +116,8 @@ def cmd_apply(a):
         else:
             out.append(ln)
     missing = sorted(set(decided) - done)
-    for rel, h in missing:
-        print("not in the triage yet (add by hand): %s %s" % (rel, h), file=sys.stderr)
+    for src_kind, rel, h in missing:
+        print("not in the triage yet (add by hand): %s %s %s" % (src_kind, rel, h), file=sys.stderr)
     if a.write:
         open(TSV, "w", encoding="utf-8").write("\n".join(out))
     print("%d rows changed" % changed, file=sys.stderr)
