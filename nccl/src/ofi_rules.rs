@@ -2,16 +2,18 @@
 //! `NCCL WARN NET/OFI …`) beyond those the shared table in [`crate::warn_rules`] explains, as data:
 //! GPU-initiated networking (GIN) set-up, GDRCopy, GDAKI capability, the in-memory topology file,
 //! the EC2 platform lookup, rails that differ between peers, exhausted connection IDs and
-//! memory-registration keys, and the teardown notes that are harmless, and the plugin's WARNs that
-//! only relay the WARN before them ([`FOLLOW_ON`], explained by the shared `nccl.follow_on`). A rule here matches only a
-//! message that starts with `NET/OFI ` (the plugin's prefix), and [`crate::warn_causes::explain`]
-//! consults this table after the shared one, so the shared rules keep their lines.
+//! memory-registration keys, OFI_NCCL_ABORT_ON_ERROR, and the teardown notes that are harmless;
+//! and the plugin's WARNs that only relay the WARN before them ([`FOLLOW_ON`], explained by the
+//! shared `nccl.follow_on`). A rule here matches only a message that starts with `NET/OFI ` (the
+//! plugin's prefix), and [`crate::warn_causes::explain`] consults this table after the shared one,
+//! so the shared rules keep their lines.
 //!
 //! Sources: the aws-ofi-nccl README and its release notes (GIN needs the RDMA protocol and
 //! GDRCopy 2.5+, GDAKI needs libfabric 2.5+ with the EFA provider), NCCL's "Environment
 //! Variables" documentation (NCCL_NET, NCCL_GIN_ENABLE, NCCL_TOPO_FILE), the GDRCopy README
 //! (the gdrdrv kernel module and /dev/gdrdrv), memfd_create(2) and seccomp(2) for the topology
-//! file, and the AWS EFA user guide (`fi_info -p efa`) for rails.
+//! file, the AWS EFA user guide (`fi_info -p efa`) for rails, and the plugin's parameter list
+//! (`include/nccl_ofi_param.h` in the aws-ofi-nccl repository: OFI_NCCL_ABORT_ON_ERROR).
 
 use crate::model::Severity;
 use crate::warn_rules::WarnRule;
@@ -195,6 +197,18 @@ pub const RULES: &[WarnRule] = &[
         counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Cannot allocate an ID from a 0-sized pool"],
     },
     WarnRule {
+        id: "nccl.ofi.abort_on_error",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Aborting due to call failure with return"],
+        what: "aws-ofi-nccl aborted the process because one of its calls failed",
+        why: "OFI_NCCL_ABORT_ON_ERROR=1 (a debugging setting) makes the plugin call abort() on any error instead of returning it to NCCL, so the task dies with SIGABRT (and a core dump) and NCCL never reports the error to the program: the failure itself is the plugin WARN printed before this line",
+        fix: "read the NET/OFI WARN before this line for the failure and fix its cause, and unset OFI_NCCL_ABORT_ON_ERROR unless a core dump is wanted",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Aborting due to call failure with return 3"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Info count (15) and num_rails (16) do not match.  Aborting reorder."],
+    },
+    WarnRule {
         id: "nccl.ofi.teardown_note",
         severity: Severity::Info,
         none: &[],
@@ -239,6 +253,8 @@ pub const FOLLOW_ON: Relays = Relays {
         "Failed call to process_pending_reqs",
         "Call to post_with_pending_retry failed",
         "Failed to issue eager read",
+        "Write failed for seq_num ",
+        "Metadata send failed for seq_num ",
         // memory-registration clean-up (the MR cache WARNs first)
         "Failed call to dereg_mr",
         "Failed to delete MR cache entry",
@@ -274,12 +290,20 @@ pub const FOLLOW_ON: Relays = Relays {
         "Unable to configure tuner: ",
         "Unexpected failure setting inorder ",
         "Unexpected failure setting max_msg_size ",
+        "lookup of rail for index ",
+        "Failed to group NICs",
         // GPU-initiated networking (the all-gather, CQ read, signal lookup or CUDA call WARNs first)
         "Failed to exchange connect metadata: ",
         "Failed to ensure signal segment for VA ",
         "Failed to process CQ for rail ",
         "gpu_mem_alloc for mr_handle array block failed",
         "h2d copy of mr_handle array block failed",
+        "GDRCopy segment pin failed for ",
+        "gdrcopy worker failed for signal seq_num ",
+        "Local endpoint memory registration failed: ",
+        // closing a listen communicator (destroying its receive communicator WARNs first)
+        "Failed to close listen communicator",
+        "Unable to close receive communicator stored in listen communicator",
         // teardown: NCCL closes a connection with transfers in flight only while it aborts
         "with inflight requests. Invalidating",
     ],
