@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""draft_nccl.py: drafts triage rows for NCCL's WARN templates (a helper for triage-nccl.tsv).
+"""draft_nccl.py: drafts triage rows for NCCL's WARN and aws-ofi-nccl's NCCL_OFI_WARN templates
+(a helper for triage-nccl.tsv).
 
     scripts/catalog/draft_nccl.py list  NCCL_TREE... [--class out] [--all-areas] [--context 4]
     scripts/catalog/draft_nccl.py apply NCCL_TREE... --map MAP [--write]
@@ -9,17 +10,22 @@
 and line, hash, current triage and the source lines before the call (the condition that prints it),
 to judge it by.
 
-`apply` reads MAP (scripts/catalog/nccl-draft.map; not a .tsv, which catalog.py would read as triage), one decision per line:
+A tree is NCCL's or aws-ofi-nccl's by its layout (catalog.py's detect); all aws-ofi-nccl files are
+in the `net` area.
+
+`apply` reads MAP (scripts/catalog/nccl-draft.map for NCCL, ofi-draft.map for aws-ofi-nccl; not a
+.tsv, which catalog.py would read as triage), one decision per line:
 
     file-glob<TAB>template-regex<TAB>class<TAB>id|-<TAB>note
 
 and gives every template of the trees (in the five areas unless --all-areas, whose triage is of
 the given classes, default out and untriaged) the first decision whose glob matches its file and whose
-regex (Python, searched) matches its template; the NCCL rows of scripts/catalog/triage-nccl.tsv for
-those templates are replaced (other rows, aws-ofi-nccl's included, are kept as they are). Without
+regex (Python, searched) matches its template; the rows of scripts/catalog/triage-nccl.tsv for
+those templates (of the trees' source) are replaced (other rows are kept as they are, a values
+column too). Without
 --write it prints the rows that would change. The drafted rows are a draft: each one is read
 against its source before it is committed, and a `rule` row still needs the rule in
-nccl/src/warn_rules.rs (catalog.py reports a rule-miss otherwise).
+nccl/src/warn_rules.rs or nccl/src/ofi_rules.rs (catalog.py reports a rule-miss otherwise).
 """
 
 import argparse
