@@ -294,6 +294,11 @@ pub const FOLLOW_ON: Relays = Relays {
         "Failed to group NICs",
         // GPU-initiated networking (the all-gather, CQ read, signal lookup or CUDA call WARNs first)
         "Failed to exchange connect metadata: ",
+        "bootstrap allgather send reg failed",
+        "bootstrap allgather recv reg failed",
+        "bootstrap allgather send dereg failed",
+        "bootstrap allgather recv dereg failed",
+        "GIN: error listening on device ",
         "Failed to ensure signal segment for VA ",
         "Failed to process CQ for rail ",
         "gpu_mem_alloc for mr_handle array block failed",
