@@ -2,15 +2,18 @@
 //! `NCCL WARN NET/OFI …`) beyond those the shared table in [`crate::warn_rules`] explains, as data:
 //! GPU-initiated networking (GIN) set-up, GDRCopy, GDAKI capability, the in-memory topology file,
 //! the EC2 platform lookup, rails that differ between peers, exhausted connection IDs and
-//! memory-registration keys, and the teardown notes that are harmless. A rule here matches only a
-//! message that starts with `NET/OFI ` (the plugin's prefix), and [`crate::warn_causes::explain`]
-//! consults this table after the shared one, so the shared rules keep their lines.
+//! memory-registration keys, OFI_NCCL_ABORT_ON_ERROR, and the teardown notes that are harmless;
+//! and the plugin's WARNs that only relay the WARN before them ([`FOLLOW_ON`], explained by the
+//! shared `nccl.follow_on`). A rule here matches only a message that starts with `NET/OFI ` (the
+//! plugin's prefix), and [`crate::warn_causes::explain`] consults this table after the shared one,
+//! so the shared rules keep their lines.
 //!
 //! Sources: the aws-ofi-nccl README and its release notes (GIN needs the RDMA protocol and
 //! GDRCopy 2.5+, GDAKI needs libfabric 2.5+ with the EFA provider), NCCL's "Environment
 //! Variables" documentation (NCCL_NET, NCCL_GIN_ENABLE, NCCL_TOPO_FILE), the GDRCopy README
 //! (the gdrdrv kernel module and /dev/gdrdrv), memfd_create(2) and seccomp(2) for the topology
-//! file, and the AWS EFA user guide (`fi_info -p efa`) for rails.
+//! file, the AWS EFA user guide (`fi_info -p efa`) for rails, and the plugin's parameter list
+//! (`include/nccl_ofi_param.h` in the aws-ofi-nccl repository: OFI_NCCL_ABORT_ON_ERROR).
 
 use crate::model::Severity;
 use crate::warn_rules::WarnRule;
@@ -194,6 +197,18 @@ pub const RULES: &[WarnRule] = &[
         counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Cannot allocate an ID from a 0-sized pool"],
     },
     WarnRule {
+        id: "nccl.ofi.abort_on_error",
+        severity: Severity::NoGo,
+        none: &[],
+        any: &["Aborting due to call failure with return"],
+        what: "aws-ofi-nccl aborted the process because one of its calls failed",
+        why: "OFI_NCCL_ABORT_ON_ERROR=1 (a debugging setting) makes the plugin call abort() on any error instead of returning it to NCCL, so the task dies with SIGABRT (and a core dump) and NCCL never reports the error to the program: the failure itself is the plugin WARN printed before this line",
+        fix: "read the NET/OFI WARN before this line for the failure and fix its cause, and unset OFI_NCCL_ABORT_ON_ERROR unless a core dump is wanted",
+        checks: &[],
+        examples: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Aborting due to call failure with return 3"],
+        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Info count (15) and num_rails (16) do not match.  Aborting reorder."],
+    },
+    WarnRule {
         id: "nccl.ofi.teardown_note",
         severity: Severity::Info,
         none: &[],
@@ -214,13 +229,118 @@ pub const RULES: &[WarnRule] = &[
     },
 ];
 
-/// The first rule of this table that explains the WARN message `msg` (what follows `NCCL WARN `);
-/// only aws-ofi-nccl's own messages (starting with [`PREFIX`]) are considered.
+/// aws-ofi-nccl's WARNs that only relay an earlier failure: each is printed by a caller after the
+/// function it called failed, and (read in the plugin's 1.21 sources) that function prints its own
+/// WARN first on every path that fails, so the line names no cause of its own and is explained by
+/// the shared follow-on finding (`nccl.follow_on`), which says to read the earlier WARN.
+pub struct Relays {
+    /// The WARN message (after the [`PREFIX`]) relays an earlier failure when it contains one of
+    /// these (none of them matched by a rule of [`RULES`]).
+    pub any: &'static [&'static str],
+    /// Whole lines as NCCL prints them that must give `nccl.follow_on`.
+    pub examples: &'static [&'static str],
+    /// Lines that must not.
+    pub counter: &'static [&'static str],
+}
+
+/// The relays of aws-ofi-nccl 1.21, by the call that WARNs before them.
+pub const FOLLOW_ON: Relays = Relays {
+    any: &[
+        // posting and re-posting receive buffers and requests (their fi_* call WARNs first)
+        "Failed call to post_rx_buffer: ",
+        "Failed call to post_rx_buffs_on_rail",
+        "Failed call to check_post_rx_buff_req",
+        "Failed call to process_pending_reqs",
+        "Call to post_with_pending_retry failed",
+        "Failed to issue eager read",
+        "Write failed for seq_num ",
+        "Metadata send failed for seq_num ",
+        // memory-registration clean-up (the MR cache WARNs first)
+        "Failed call to dereg_mr",
+        "Failed to delete MR cache entry",
+        "Error de-registering MR",
+        "Could not deregister freelist buffer",
+        // requests taken from or returned to a freelist (the freelist WARNs first)
+        "Unable to get NCCL OFI request for device",
+        "Unable to get NCCL OFI receive request for device",
+        "Unable to get NCCL OFI receive segments request for device",
+        "Unable to get allocate flush buffer for device",
+        "Call to nccl_ofi_freelist_entry_alloc failed",
+        "No free eager header buffers",
+        "No freelist items available",
+        "Failed to insert receive segments request into recv request",
+        "Failed to free receive request",
+        "Failed to free eager copy request",
+        "Failed to free rx_buff_req",
+        // device and endpoint set-up (the provider, flush buffer or topology step WARNs first)
+        "Preparation of rx buffers failed",
+        "preparing for connection failed: ",
+        "Failed to set iterator to begin of user data vector",
+        "Error while checking whether hwloc topology node is",
+        "Error while retrieving libfabric NIC info struct corresponding to hwloc topology node",
+        "Failed to determine whether any NIC has an accelerator at the same PCI level",
+        "Failed counting number of nodes that have a Nvidia GPU or NIC in their subtree",
+        "Error while setting user data on path to root",
+        "Data decoration failed.",
+        "Retrieval of topology node corresponding to libfabric NIC failed",
+        "Failed to write PCI NIC tag",
+        "Failed to print opening PCI bridge tag",
+        "Failed to write topology to NCCL topology file",
+        "Unable to configure NVLS option",
+        "Unable to configure tuner: ",
+        "Unexpected failure setting inorder ",
+        "Unexpected failure setting max_msg_size ",
+        "lookup of rail for index ",
+        "Failed to group NICs",
+        // GPU-initiated networking (the all-gather, CQ read, signal lookup or CUDA call WARNs first)
+        "Failed to exchange connect metadata: ",
+        "bootstrap allgather send reg failed",
+        "bootstrap allgather recv reg failed",
+        "bootstrap allgather send dereg failed",
+        "bootstrap allgather recv dereg failed",
+        "GIN: error listening on device ",
+        "Failed to ensure signal segment for VA ",
+        "Failed to process CQ for rail ",
+        "gpu_mem_alloc for mr_handle array block failed",
+        "h2d copy of mr_handle array block failed",
+        "GDRCopy segment pin failed for ",
+        "gdrcopy worker failed for signal seq_num ",
+        "Local endpoint memory registration failed: ",
+        // closing a listen communicator (destroying its receive communicator WARNs first)
+        "Failed to close listen communicator",
+        "Unable to close receive communicator stored in listen communicator",
+        // teardown: NCCL closes a connection with transfers in flight only while it aborts
+        "with inflight requests. Invalidating",
+    ],
+    examples: &[
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed call to post_rx_buffer: -5",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Unable to get NCCL OFI request for device 0",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Closing send_comm 0x7f00aa with inflight requests. Invalidating domain",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to write topology to NCCL topology file",
+    ],
+    counter: &[
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Error posting rx buffer. RC: -5, Error: Input/output error",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to write topology to NCCL topology file. ERROR: No space left on device",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Invalid request provided",
+    ],
+};
+
+/// The first rule of this table that explains the WARN message `msg` (what follows `NCCL WARN `),
+/// else the shared `nccl.follow_on` rule for one of the [`FOLLOW_ON`] relays; only aws-ofi-nccl's
+/// own messages (starting with [`PREFIX`]) are considered.
 pub fn explain(msg: &str) -> Option<&'static WarnRule> {
     if !msg.starts_with(PREFIX) {
         return None;
     }
-    crate::warn_rules::first_match(RULES, msg)
+    crate::warn_rules::first_match(RULES, msg).or_else(|| {
+        if FOLLOW_ON.any.iter().any(|f| msg.contains(f)) {
+            crate::warn_rules::RULES
+                .iter()
+                .find(|r| r.id == "nccl.follow_on")
+        } else {
+            None
+        }
+    })
 }
 
 #[cfg(test)]
@@ -252,6 +372,22 @@ mod tests {
             for t in [r.what, r.why, r.fix] {
                 assert!(!t.contains(';') && !t.contains('\n'), "{}: {t}", r.id);
             }
+        }
+    }
+
+    #[test]
+    fn each_relay_example_is_a_follow_on_and_no_counter_example_is() {
+        for e in FOLLOW_ON.examples {
+            assert_eq!(explain(msg(e)).map(|x| x.id), Some("nccl.follow_on"), "{e}");
+        }
+        for c in FOLLOW_ON.counter {
+            assert_ne!(explain(msg(c)).map(|x| x.id), Some("nccl.follow_on"), "{c}");
+        }
+        // A relay fragment that a rule of this table also matches would never be reached.
+        for f in FOLLOW_ON.any {
+            let m = format!("{PREFIX}{f}");
+            assert!(crate::warn_rules::first_match(RULES, &m).is_none(), "{f}");
+            assert!(!f.contains('%'), "{f}: a printf conversion");
         }
     }
 

@@ -190,6 +190,16 @@ fn nccl_rules() -> String {
         ],
         &rows,
     );
+    out.push_str(&format!(
+        "\naws-ofi-nccl's `NET/OFI` WARNs that only relay the WARN before them (the call they report \
+         WARNed first on every path that fails) are `nccl.follow_on` as well: {}.\n",
+        ofi_rules::FOLLOW_ON
+            .any
+            .iter()
+            .map(|f| f.trim())
+            .collect::<Vec<_>>()
+            .join(" / ")
+    ));
     out.push_str("\n## NCCL variables the log shows set\n\nSource: NCCL documentation, \"Environment Variables\".\n\n");
     let rows: Vec<Vec<String>> = env_rules::RULES
         .iter()

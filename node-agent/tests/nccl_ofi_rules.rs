@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use launchguard_nccl::ofi_rules::RULES;
+use launchguard_nccl::ofi_rules::{FOLLOW_ON, RULES};
 
 /// The finding IDs `explain --json -` gives for `text`.
 fn explain_ids(text: &str) -> Vec<String> {
@@ -62,6 +62,35 @@ fn every_ofi_rule_example_gives_its_id_in_both_commands_and_no_counter_example_d
                     if is_example { "example" } else { "counter" }
                 ));
             }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The plugin's relays (`ofi_rules::FOLLOW_ON`) read as `nccl.follow_on` in both commands, and
+/// their counter-examples (the WARN a relay follows, a rule's own line) do not.
+#[test]
+fn every_ofi_relay_example_is_a_follow_on_in_both_commands_and_no_counter_example_is() {
+    let dir = std::env::temp_dir().join(format!("lg-ofi-relays-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut wrong = vec![];
+    let lines = FOLLOW_ON.examples.iter().map(|l| (l, true));
+    for (j, (line, is_example)) in lines
+        .chain(FOLLOW_ON.counter.iter().map(|l| (l, false)))
+        .enumerate()
+    {
+        let text = format!("{line}\n");
+        let p = dir.join(format!("relay_{j}.log"));
+        std::fs::write(&p, &text).unwrap();
+        let (e, n) = (explain_ids(&text), check_ids(&p));
+        let id = "nccl.follow_on";
+        let (in_e, in_n) = (e.iter().any(|x| x == id), n.iter().any(|x| x == id));
+        if in_e != is_example || in_n != is_example {
+            wrong.push(format!(
+                "{line} ({})\n  explain {e:?}\n  nccl check {n:?}",
+                if is_example { "example" } else { "counter" }
+            ));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

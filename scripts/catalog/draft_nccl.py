@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""draft_nccl.py: drafts triage rows for NCCL's WARN templates (a helper for triage-nccl.tsv).
+"""draft_nccl.py: drafts triage rows for NCCL's WARN and aws-ofi-nccl's NCCL_OFI_WARN templates
+(a helper for triage-nccl.tsv).
 
     scripts/catalog/draft_nccl.py list  NCCL_TREE... [--class out] [--all-areas] [--context 4]
     scripts/catalog/draft_nccl.py apply NCCL_TREE... --map MAP [--write]
@@ -9,17 +10,22 @@
 and line, hash, current triage and the source lines before the call (the condition that prints it),
 to judge it by.
 
-`apply` reads MAP (scripts/catalog/nccl-draft.map; not a .tsv, which catalog.py would read as triage), one decision per line:
+A tree is NCCL's or aws-ofi-nccl's by its layout (catalog.py's detect); all aws-ofi-nccl files are
+in the `net` area.
+
+`apply` reads MAP (scripts/catalog/nccl-draft.map for NCCL, ofi-draft.map for aws-ofi-nccl; not a
+.tsv, which catalog.py would read as triage), one decision per line:
 
     file-glob<TAB>template-regex<TAB>class<TAB>id|-<TAB>note
 
 and gives every template of the trees (in the five areas unless --all-areas, whose triage is of
 the given classes, default out and untriaged) the first decision whose glob matches its file and whose
-regex (Python, searched) matches its template; the NCCL rows of scripts/catalog/triage-nccl.tsv for
-those templates are replaced (other rows, aws-ofi-nccl's included, are kept as they are). Without
+regex (Python, searched) matches its template; the rows of scripts/catalog/triage-nccl.tsv for
+those templates (of the trees' source) are replaced (other rows are kept as they are, a values
+column too). Without
 --write it prints the rows that would change. The drafted rows are a draft: each one is read
 against its source before it is committed, and a `rule` row still needs the rule in
-nccl/src/warn_rules.rs (catalog.py reports a rule-miss otherwise).
+nccl/src/warn_rules.rs or nccl/src/ofi_rules.rs (catalog.py reports a rule-miss otherwise).
 """
 
 import argparse
@@ -37,13 +43,16 @@ TSV = os.path.join(HERE, "triage-nccl.tsv")
 
 
 def templates(tree):
-    """[(rel, line, template, args)] of NCCL's WARN calls, one per distinct (file, template)."""
+    """[(rel, line, template, args)] of NCCL's WARN calls (aws-ofi-nccl's NCCL_OFI_WARN calls for
+    an aws-ofi-nccl tree), one per distinct (file, template)."""
     out, seen = [], set()
-    dirs = ["src"] + [d for d in ("plugins", "ext-net") if os.path.isdir(os.path.join(tree, d))]
+    ofi = catalog.detect(tree) == "aws-ofi-nccl"
+    dirs = [""] if ofi else ["src"] + [d for d in ("plugins", "ext-net") if os.path.isdir(os.path.join(tree, d))]
+    call = "NCCL_OFI_WARN" if ofi else "WARN"
     for d in dirs:
         exts = (".cc", ".cu", ".h", ".c", ".cpp")
         for p in catalog.files(tree, exts, d):
-            for line, _, t, args in catalog.c_calls(p, ["WARN"], lambda c: 0):
+            for line, _, t, args in catalog.c_calls(p, [call], lambda c: 0):
                 rel = os.path.relpath(p, tree)
                 if (rel, t) not in seen:
                     seen.add((rel, t))
@@ -55,12 +64,13 @@ def cmd_list(a, tri):
     want = set(a.cls.split(","))
     shown = set()
     for tree in a.trees:
+        src_kind = catalog.detect(tree)
         for rel, line, t, args in templates(tree):
             h = catalog.key_hash(t)
-            ar = catalog.area("nccl", rel)
+            ar = catalog.area(src_kind, rel)
             if not a.all_areas and ar not in catalog.GOAL_AREAS:
                 continue
-            cls, fid, note, _ = tri.get(("nccl", rel, h), ("untriaged", "-", "", ()))
+            cls, fid, note, _ = tri.get((src_kind, rel, h), ("untriaged", "-", "", ()))
             if cls not in want or (rel, h) in shown:
                 continue
             shown.add((rel, h))
@@ -85,23 +95,24 @@ def cmd_apply(a):
     tri = catalog.load_triage([catalog.TRIAGE_DIR])
     want = set(a.cls.split(","))
     for tree in a.trees:
+        src_kind = catalog.detect(tree)
         for rel, _, t, _ in templates(tree):
             h = catalog.key_hash(t)
-            if tri.get(("nccl", rel, h), ("untriaged",))[0] not in want:
+            if tri.get((src_kind, rel, h), ("untriaged",))[0] not in want:
                 continue
-            if not a.all_areas and catalog.area("nccl", rel) not in catalog.GOAL_AREAS:
+            if not a.all_areas and catalog.area(src_kind, rel) not in catalog.GOAL_AREAS:
                 continue
             for glob, rx, cls, fid, note in rules:
                 if fnmatch.fnmatch(rel, glob) and rx.search(t):
-                    decided[(rel, catalog.key_hash(t))] = (cls, fid, note)
+                    decided[(src_kind, rel, catalog.key_hash(t))] = (cls, fid, note)
                     break
     lines = open(TSV, encoding="utf-8").read().split("\n")
     out, changed, done = [], 0, set()
     for ln in lines:
         cols = ln.split("\t")
-        if ln.startswith("nccl\t") and (cols[1], cols[2]) in decided:
-            cls, fid, note = decided[(cols[1], cols[2])]
-            done.add((cols[1], cols[2]))
+        if len(cols) > 2 and (cols[0], cols[1], cols[2]) in decided:
+            cls, fid, note = decided[(cols[0], cols[1], cols[2])]
+            done.add((cols[0], cols[1], cols[2]))
             new = "\t".join([cols[0], cols[1], cols[2], cls, fid, note] + cols[6:])
             if new != ln:
                 changed += 1
@@ -111,8 +122,8 @@ def cmd_apply(a):
         else:
             out.append(ln)
     missing = sorted(set(decided) - done)
-    for rel, h in missing:
-        print("not in the triage yet (add by hand): %s %s" % (rel, h), file=sys.stderr)
+    for src_kind, rel, h in missing:
+        print("not in the triage yet (add by hand): %s %s %s" % (src_kind, rel, h), file=sys.stderr)
     if a.write:
         open(TSV, "w", encoding="utf-8").write("\n".join(out))
     print("%d rows changed" % changed, file=sys.stderr)
