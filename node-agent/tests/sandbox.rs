@@ -23,6 +23,30 @@ const SANDBOX: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../scripts/lib/unit-sandbox.sh"
 );
+/// Where the sandboxed commands run from: a copy of the binary (and of this test binary) outside
+/// every path a sandbox may hide (`PrivateTmp=` hides /tmp and /var/tmp, `ProtectHome=` /home and
+/// /root, where a checkout may live) and not on /run, which Debian mounts `noexec`. An installed
+/// agent runs from /usr/bin, which every sandbox shows.
+const EXEC_DIR: &str = "/var/lib/launchguard-test/sandbox-bin";
+
+/// `src` copied into [`EXEC_DIR`] as `name` (through a temporary name and a rename, so a copy that
+/// another run is executing is never rewritten in place); the copy's path.
+fn exec_copy(src: &Path, name: &str) -> String {
+    std::fs::create_dir_all(EXEC_DIR).unwrap();
+    let dst = Path::new(EXEC_DIR).join(name);
+    let tmp = Path::new(EXEC_DIR).join(format!(".{name}.{}", std::process::id()));
+    std::fs::copy(src, &tmp)
+        .unwrap_or_else(|e| panic!("copy {} to {}: {e}", src.display(), tmp.display()));
+    std::fs::rename(&tmp, &dst).unwrap();
+    dst.display().to_string()
+}
+
+/// The `launchguard` binary, as the sandboxes run it (a copy in [`EXEC_DIR`], made once).
+fn sandbox_bin() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| exec_copy(Path::new(bin()), "launchguard"))
+}
+
 /// The other user who owns the 0700 parent (the first enroot user).
 const OTHER_UID: &str = "1002";
 
@@ -112,7 +136,15 @@ impl Drop for State {
 
 /// `launchguard check --json --config CFG --only ONLY…` in UNIT's sandbox.
 fn check_in(unit: &str, cfg: &str, only: &[&str]) -> Value {
-    let mut argv = vec![SANDBOX, unit, bin(), "check", "--json", "--config", cfg];
+    let mut argv = vec![
+        SANDBOX,
+        unit,
+        sandbox_bin(),
+        "check",
+        "--json",
+        "--config",
+        cfg,
+    ];
     for o in only {
         argv.push("--only");
         argv.push(o);
@@ -435,7 +467,7 @@ wait
             hosts.to_str().unwrap(),
             SANDBOX,
             unit,
-            bin(),
+            sandbox_bin(),
             &cfg,
             s.run.to_str().unwrap(),
         ]);
@@ -477,7 +509,8 @@ fn the_kernel_log_is_read_in_the_units_sandbox() {
         );
         return;
     }
-    let exe = std::env::current_exe().unwrap();
+    // This test binary, run again inside the sandbox (from a copy the sandboxes can see).
+    let exe = exec_copy(&std::env::current_exe().unwrap(), "sandbox-tests");
     let me = "the_kernel_log_is_read_in_the_units_sandbox";
     let s = State::new("kmsg");
     let run = |prefix: &[&str]| -> String {
@@ -485,7 +518,7 @@ fn the_kernel_log_is_read_in_the_units_sandbox() {
         argv.extend([
             "env",
             "LG_SANDBOX_INNER=kmsg",
-            exe.to_str().unwrap(),
+            &exe,
             "--exact",
             me,
             "--nocapture",
