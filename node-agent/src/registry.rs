@@ -515,6 +515,18 @@ mod tests {
         }
     }
 
+    /// Opens [`GATE`] when dropped: a failed assertion must not leave the runtime's drop waiting
+    /// for the stuck families for good.
+    struct OpenOnDrop;
+
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            let (open, cv) = &GATE;
+            *open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_all();
+        }
+    }
+
     fn quick(_: &Ctx) -> FamilyResult {
         FamilyResult {
             outcomes: vec![],
@@ -552,6 +564,8 @@ mod tests {
             .enable_time()
             .build()
             .unwrap();
+        // Dropped before `rt`: the stuck families end, so the runtime's drop does not wait forever.
+        let _open = OpenOnDrop;
         let rep = rt.block_on(r.run(&[]));
         assert_eq!(
             rep.facts.get("quick_family").map(String::as_str),
@@ -582,9 +596,5 @@ mod tests {
             again.facts.get("quick_family").map(String::as_str),
             Some("ran")
         );
-        let (open, cv) = &GATE;
-        *open.lock().unwrap_or_else(|p| p.into_inner()) = true;
-        cv.notify_all();
-        rt.shutdown_background();
     }
 }
