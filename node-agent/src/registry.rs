@@ -249,9 +249,10 @@ pub const FAMILIES: &[Family] = &[
 
 /// How many blocking threads a run starts with; they take the families in [`FAMILIES`] order, one at
 /// a time. A family takes a millisecond or less on a healthy node, and a thread start (clone, stack,
-/// its own malloc arena) cost about 0.1 ms CPU here: one thread per family was a sixth of a
-/// `launchguard check`'s CPU time on a 2-core node.
-pub const LANES: usize = 2;
+/// its own malloc arena) cost about 0.1 ms CPU on a 2-core VM: one thread per family was about a
+/// ninth of a `launchguard check`'s CPU time there. Three lanes keep both cores of a small node busy
+/// while one lane waits on a daemon (the munge family's round trip waits on munged).
+pub const LANES: usize = 3;
 
 /// How long every lane may go without a family finishing, while families wait, before another lane
 /// is started: a family blocked in the kernel (a hung NFS stat, a slow controller) holds up the
@@ -534,32 +535,29 @@ mod tests {
         }
     }
 
-    /// Two families stuck for good take both [`LANES`]; the family queued behind them still runs
+    /// Families stuck for good take every one of the [`LANES`]; the family queued behind them still runs
     /// within the run's timeout (a lane is added after [`STALL`]), the stuck ones are UNKNOWN, and
     /// the next run does not start them again while they are still stuck. Before the lanes were
     /// added on a stall, `quick_family` never ran: the run ended with it still queued.
     #[test]
     fn families_stuck_on_every_lane_hold_up_no_other_family() {
-        const FAMS: &[Family] = &[
-            Family {
-                name: "munge",
-                run: stuck,
-            },
-            Family {
-                name: "hostname",
-                run: stuck,
-            },
-            Family {
-                name: "slurm_conf",
-                run: quick,
-            },
-        ];
-        assert_eq!(LANES, 2, "one stuck family per lane");
+        // One stuck family per lane, then the quick one (real family names: their check IDs).
+        let fams: Vec<Family> = FAMILIES
+            .iter()
+            .take(LANES + 1)
+            .enumerate()
+            .map(|(i, f)| Family {
+                name: f.name,
+                run: if i < LANES { stuck } else { quick },
+            })
+            .collect();
+        assert_eq!(fams.len(), LANES + 1);
+        let fams: &'static [Family] = Vec::leak(fams);
         let cfg = crate::config::Config {
             check_timeout_secs: 1,
             ..crate::config::Config::default()
         };
-        let r = Runner::with_families(Ctx::new(cfg), FAMS);
+        let r = Runner::with_families(Ctx::new(cfg), fams);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
