@@ -23,7 +23,8 @@ devices, GPU and IMEX) several ways:
 take milliseconds, and the check's own cost is what it takes above that. Wall time is what a caller
 waits; CPU time (user + system of the process and its children, from
 getrusage) is what the node pays and moves far less with the machine's load. The runs are
-interleaved so machine noise hits every side alike. --rt runs every side at SCHED_FIFO priority 1
+interleaved so machine noise hits every side alike, every other one in reverse order so no side
+always follows the same one. --rt runs every side at SCHED_FIFO priority 1
 (`chrt -f 1`), so on a shared machine a run is not queued behind other jobs' CPU time: the wall
 time of a quiet node (a daemon a run talks to, munged, still runs at its own priority).
 --before BIN adds `BIN check` (an earlier build) to the same interleaved runs and prints the
@@ -146,8 +147,11 @@ def main():
     suite = []
     results = None
     checks = 0
-    for _ in range(a.runs):
-        for k, _, argv, cap in sides:
+    # Every other run goes through the sides in reverse: a side that always ran right after NHC (a
+    # shell script of dozens of processes) ran on cold caches, one right after launchguard on warm
+    # ones, and --before's ratio measured that order as much as the builds (0.5 ms of CPU here).
+    for i in range(a.runs):
+        for k, _, argv, cap in (sides if i % 2 == 0 else sides[::-1]):
             w, c, p = timed(argv, env, capture=cap)
             if k == "nhc":
                 assert p.returncode == 0, "NHC failed during the runs"

@@ -1,13 +1,14 @@
-//! The node check registry: every family's gatherer paired with its evaluator, run concurrently on
-//! blocking threads, each under the check timeout. A family that times out is reported UNKNOWN (never
-//! a node fault) and is not started again until its hung run returns (node_exporter's rule for stuck
-//! collectors), so a hung NFS stat cannot pile up threads or cause a false drain.
+//! The node check registry: every family's gatherer paired with its evaluator, run on a few blocking
+//! threads ([`LANES`], more when they stall: see [`Runner::run`]), each family under the check
+//! timeout. A family that times out is reported UNKNOWN (never a node fault) and is not started
+//! again until its hung run returns (node_exporter's rule for stuck collectors), so a hung NFS stat
+//! cannot pile up threads or cause a false drain.
 
 use crate::gather::{self, Ctx};
 use launchguard_core::node::{all_checks, Outcome, Status};
 pub use launchguard_core::report::{CheckLine, NodeReport};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -246,9 +247,49 @@ pub const FAMILIES: &[Family] = &[
     },
 ];
 
+/// How many blocking threads a run starts with; they take the families in [`FAMILIES`] order, one at
+/// a time. A family takes a millisecond or less on a healthy node, and a thread start (clone, stack,
+/// its own malloc arena) cost about 0.1 ms CPU on a 2-core VM: one thread per family was about a
+/// ninth of a `launchguard check`'s CPU time there. Three lanes keep both cores of a small node busy
+/// while one lane waits on a daemon (the munge family's round trip waits on munged).
+pub const LANES: usize = 3;
+
+/// How long every lane may go without a family finishing, while families wait, before another lane
+/// is started: a family blocked in the kernel (a hung NFS stat, a slow controller) holds up the
+/// families queued behind it by at most this, and each family still gets the whole check timeout.
+pub const STALL: Duration = Duration::from_millis(20);
+
+/// A family waiting for a lane: its name and function.
+type Queued = (&'static str, fn(&Ctx) -> FamilyResult);
+
+/// What a lane hands back for one family: its result and how long it took, or its panic.
+type Done = (&'static str, std::thread::Result<(FamilyResult, Duration)>);
+
+/// One lane: takes the queue's next family until the queue is empty, sending each result.
+fn lane(
+    ctx: &Ctx,
+    busy: &Mutex<HashSet<&'static str>>,
+    queue: &Mutex<VecDeque<Queued>>,
+    done: &tokio::sync::mpsc::UnboundedSender<Done>,
+) {
+    loop {
+        let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+        let Some((name, run)) = next else {
+            return;
+        };
+        let t = Instant::now();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(ctx)));
+        busy.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
+        // The run may be over (its timeout passed): then nobody listens, and that is fine.
+        let _ = done.send((name, r.map(|r| (r, t.elapsed()))));
+    }
+}
+
 /// Runs the families on blocking threads with timeouts; remembers which are still running.
 pub struct Runner {
     ctx: Arc<Ctx>,
+    /// [`FAMILIES`] (other families only in this module's tests).
+    families: &'static [Family],
     busy: Arc<Mutex<HashSet<&'static str>>>,
     /// One run at a time: a run asked for while another is going waits for it, instead of finding
     /// its families busy and reporting them UNKNOWN.
@@ -258,7 +299,12 @@ pub struct Runner {
 impl Runner {
     /// A runner over a context.
     pub fn new(ctx: Ctx) -> Runner {
+        Runner::with_families(ctx, FAMILIES)
+    }
+
+    fn with_families(ctx: Ctx, families: &'static [Family]) -> Runner {
         Runner {
+            families,
             ctx: Arc::new(ctx),
             busy: Arc::new(Mutex::new(HashSet::new())),
             one_at_a_time: tokio::sync::Mutex::new(()),
@@ -289,15 +335,25 @@ impl Runner {
     }
 
     /// Runs every selected check once.
+    ///
+    /// The selected families are queued in [`FAMILIES`] order and taken by [`LANES`] blocking
+    /// threads; whenever [`STALL`] passes with families still queued and none finishing, one more
+    /// lane starts, so a family stuck in the kernel delays the others by at most [`STALL`] each
+    /// time. Every family must finish within `check_timeout_secs` of the run's start, else it is
+    /// UNKNOWN ("did not finish within"); its lane stays with it, and the family is not queued
+    /// again until it returns ("still running from an earlier run").
     pub async fn run(&self, only: &[String]) -> NodeReport {
         let _one = self.one_at_a_time.lock().await;
         let start = Instant::now();
         // Every family of this run shares one read of slurm.conf and the mount tables.
         self.ctx.begin_run();
         let timeout = Duration::from_secs(self.ctx.cfg.check_timeout_secs);
+        let deadline = tokio::time::Instant::now() + timeout;
         let infos = all_checks();
+        // (family, its selected IDs, whether it was queued: false when still busy from before)
         let mut tasks = vec![];
-        for fam in FAMILIES {
+        let mut queue: VecDeque<Queued> = VecDeque::new();
+        for fam in self.families {
             let ids: Vec<&'static str> = infos
                 .iter()
                 .filter(|c| c.family == fam.name && self.selected(c.id, only))
@@ -306,26 +362,62 @@ impl Runner {
             if ids.is_empty() {
                 continue;
             }
-            let already = !self
+            let queued = self
                 .busy
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(fam.name);
-            if already {
-                tasks.push((fam.name, ids, None, Instant::now()));
-                continue;
+            if queued {
+                queue.push_back((fam.name, fam.run));
             }
-            let ctx = self.ctx.clone();
-            let busy = self.busy.clone();
-            let run = fam.run;
-            let name = fam.name;
-            let h = tokio::task::spawn_blocking(move || {
-                let t = Instant::now();
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&ctx)));
-                busy.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
-                r.map(|r| (r, t.elapsed()))
-            });
-            tasks.push((fam.name, ids, Some(h), Instant::now()));
+            tasks.push((fam.name, ids, queued));
+        }
+        let mut pending = queue.len();
+        let queue = Arc::new(Mutex::new(queue));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
+        let add_lane = || {
+            let (ctx, busy, queue, tx) = (
+                self.ctx.clone(),
+                self.busy.clone(),
+                queue.clone(),
+                tx.clone(),
+            );
+            // The lane's handle is not awaited: its results come through `tx`.
+            drop(tokio::task::spawn_blocking(move || {
+                lane(&ctx, &busy, &queue, &tx)
+            }));
+        };
+        for _ in 0..LANES.min(pending) {
+            add_lane();
+        }
+        let mut results: HashMap<&'static str, std::thread::Result<(FamilyResult, Duration)>> =
+            HashMap::new();
+        while pending > 0 {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            match tokio::time::timeout(STALL.min(deadline - now), rx.recv()).await {
+                Ok(Some((name, r))) => {
+                    results.insert(name, r);
+                    pending -= 1;
+                }
+                // Unreachable while `tx` is held here; nothing more can come.
+                Ok(None) => break,
+                Err(_) => {
+                    let waiting = !queue.lock().unwrap_or_else(|p| p.into_inner()).is_empty();
+                    if waiting {
+                        add_lane();
+                    }
+                }
+            }
+        }
+        // Families no lane took before the deadline are not run late: they are free again.
+        for (name, _) in queue.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            self.busy
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(name);
         }
         let mut checks = vec![];
         let mut facts = BTreeMap::new();
@@ -333,26 +425,24 @@ impl Runner {
             "launchguard_version".to_string(),
             env!("CARGO_PKG_VERSION").to_string(),
         );
-        for (name, ids, h, t0) in tasks {
-            let result = match h {
-                None => Err(format!(
+        for (name, ids, queued) in tasks {
+            let result = if !queued {
+                Err(format!(
                     "the {name} checks are still running from an earlier run (hung I/O?)"
-                )),
-                Some(h) => {
-                    match tokio::time::timeout(timeout.saturating_sub(t0.elapsed()), h).await {
-                        Ok(Ok(Ok(r))) => Ok(r),
-                        Ok(Ok(Err(_))) => Err(format!(
-                            "the {name} checks panicked (a bug: please report it)"
-                        )),
-                        Ok(Err(e)) => Err(format!("the {name} checks failed: {e}")),
-                        Err(_) => Err(format!(
-                            "the {name} checks did not finish within {} s",
-                            timeout.as_secs()
-                        )),
-                    }
+                ))
+            } else {
+                match results.remove(name) {
+                    Some(Ok(r)) => Ok(r),
+                    Some(Err(_)) => Err(format!(
+                        "the {name} checks panicked (a bug: please report it)"
+                    )),
+                    None => Err(format!(
+                        "the {name} checks did not finish within {} s",
+                        timeout.as_secs()
+                    )),
                 }
             };
-            let mut ms = t0.elapsed().as_secs_f64() * 1e3;
+            let mut ms = start.elapsed().as_secs_f64() * 1e3;
             match result {
                 Ok((r, took)) => {
                     ms = took.as_secs_f64() * 1e3;
@@ -403,5 +493,106 @@ impl Runner {
         rep.status = w;
         rep.exit_code = w.exit_code();
         rep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Condvar;
+
+    /// Holds the `stuck` families until a test opens it (a family blocked in the kernel).
+    static GATE: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+    fn stuck(_: &Ctx) -> FamilyResult {
+        let (open, cv) = &GATE;
+        let mut o = open.lock().unwrap_or_else(|p| p.into_inner());
+        while !*o {
+            o = cv.wait(o).unwrap_or_else(|p| p.into_inner());
+        }
+        FamilyResult {
+            outcomes: vec![],
+            facts: vec![],
+        }
+    }
+
+    /// Opens [`GATE`] when dropped: a failed assertion must not leave the runtime's drop waiting
+    /// for the stuck families for good.
+    struct OpenOnDrop;
+
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            let (open, cv) = &GATE;
+            *open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_all();
+        }
+    }
+
+    fn quick(_: &Ctx) -> FamilyResult {
+        FamilyResult {
+            outcomes: vec![],
+            facts: vec![("quick_family", "ran".into())],
+        }
+    }
+
+    /// Families stuck for good take every one of the [`LANES`]; the family queued behind them still runs
+    /// within the run's timeout (a lane is added after [`STALL`]), the stuck ones are UNKNOWN, and
+    /// the next run does not start them again while they are still stuck. Before the lanes were
+    /// added on a stall, `quick_family` never ran: the run ended with it still queued.
+    #[test]
+    fn families_stuck_on_every_lane_hold_up_no_other_family() {
+        // One stuck family per lane, then the quick one (real family names: their check IDs).
+        let fams: Vec<Family> = FAMILIES
+            .iter()
+            .take(LANES + 1)
+            .enumerate()
+            .map(|(i, f)| Family {
+                name: f.name,
+                run: if i < LANES { stuck } else { quick },
+            })
+            .collect();
+        assert_eq!(fams.len(), LANES + 1);
+        let fams: &'static [Family] = Vec::leak(fams);
+        let cfg = crate::config::Config {
+            check_timeout_secs: 1,
+            ..crate::config::Config::default()
+        };
+        let r = Runner::with_families(Ctx::new(cfg), fams);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        // Dropped before `rt`: the stuck families end, so the runtime's drop does not wait forever.
+        let _open = OpenOnDrop;
+        let rep = rt.block_on(r.run(&[]));
+        assert_eq!(
+            rep.facts.get("quick_family").map(String::as_str),
+            Some("ran"),
+            "{:?}",
+            rep.checks
+        );
+        let msg = |rep: &NodeReport, id: &str| {
+            rep.checks
+                .iter()
+                .find(|c| c.id == id)
+                .map(|c| format!("{} {}", c.status.as_str(), c.message))
+                .unwrap_or_default()
+        };
+        let m = msg(&rep, "node.munge.key_mode");
+        assert!(
+            m.starts_with("unknown") && m.contains("did not finish within 1 s"),
+            "{m}"
+        );
+        assert!(msg(&rep, "node.hostname.resolves").contains("did not finish within 1 s"));
+        let again = rt.block_on(r.run(&[]));
+        assert!(
+            msg(&again, "node.munge.key_mode").contains("still running from an earlier run"),
+            "{:?}",
+            again.checks
+        );
+        assert_eq!(
+            again.facts.get("quick_family").map(String::as_str),
+            Some("ran")
+        );
     }
 }

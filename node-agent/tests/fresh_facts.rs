@@ -101,3 +101,33 @@ fn a_munge_key_mode_change_is_judged_by_the_next_run() {
     mode(0o400);
     assert!(status(&run(&rt, &r, id), id).starts_with("ok"));
 }
+
+/// plugstack.conf and its plugins are gathered once per run (the plugstack and enroot families
+/// share them) and again by the next run: a required plugin whose .so is missing is CRITICAL at
+/// once, and the line removed is OK at once.
+#[test]
+fn an_edited_plugstack_conf_is_judged_by_the_next_run() {
+    let d = scratch("plugstack");
+    let stack = d.0.join("plugstack.conf");
+    std::fs::write(
+        d.0.join("slurm.conf"),
+        format!("{}PlugStackConfig={}\n", slurm_conf(1), stack.display()),
+    )
+    .unwrap();
+    std::fs::write(&stack, "# nothing listed\n").unwrap();
+    let (r, rt) = (runner(&d.0), rt());
+    let id = "node.plugstack.required_so";
+    let s = status(&run(&rt, &r, "node.plugstack"), id);
+    assert!(s.starts_with("ok"), "{s}");
+    std::fs::write(
+        &stack,
+        format!("required {}/spank_gone.so\n", d.0.display()),
+    )
+    .unwrap();
+    let s = status(&run(&rt, &r, "node.plugstack"), id);
+    assert!(s.starts_with("critical"), "{s}");
+    assert!(s.contains("spank_gone.so"), "{s}");
+    std::fs::write(&stack, "# nothing listed\n").unwrap();
+    let s = status(&run(&rt, &r, "node.plugstack"), id);
+    assert!(s.starts_with("ok"), "{s}");
+}

@@ -249,7 +249,8 @@ pub fn gather(ctx: &Ctx) -> EnrootFacts {
 /// this same directory: its `enroot_runtime_path=` names it, or it reads this same enroot.conf.
 fn plugin_repairs(ctx: &Ctx, conf_path: &Path, dir: &str) -> bool {
     use launchguard_core::{policy::parse_args, CheckKind, Mode};
-    let Ok(entries) = super::plugstack::gather(ctx).entries else {
+    let facts = super::plugstack::gather(ctx);
+    let Ok(entries) = &facts.entries else {
         return false;
     };
     entries

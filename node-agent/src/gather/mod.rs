@@ -32,6 +32,7 @@ pub mod view;
 use crate::config::Config;
 use launchguard_core::host::{short_hostname, Roots};
 use launchguard_core::node::gpu::{GpuFacts, Nvml};
+use launchguard_core::node::plugstack::PlugstackFacts;
 use launchguard_core::node::slurm_conf::ConfReadError;
 use launchguard_core::slurm_conf::SlurmConf;
 use std::path::PathBuf;
@@ -71,7 +72,8 @@ pub struct Ctx {
 }
 
 /// Files every family of one check run reads, read once per run and shared: slurm.conf with its
-/// includes (eight families consult it), the hostname, and the node's and this process's mount
+/// includes (eight families consult it), the hostname, plugstack.conf with its includes and
+/// plugins (the plugstack family judges it, the enroot family reads launchguard's line), and the node's and this process's mount
 /// tables (four families ask whether a path is hidden from the agent; the kernel formats a mount
 /// table anew on each read, which made these reads the largest cost of a run).
 ///
@@ -85,6 +87,7 @@ pub struct RunMemo {
     slurm_conf: OnceLock<(PathBuf, Result<SlurmConf, ConfReadError>)>,
     mount_tables: OnceLock<Option<Arc<(String, String)>>>,
     hostname: OnceLock<String>,
+    plugstack: OnceLock<Arc<PlugstackFacts>>,
 }
 
 impl Ctx {
@@ -158,6 +161,15 @@ impl Ctx {
                 let path = self.cfg.slurm_conf_path();
                 (path.clone(), slurm_conf::read(self, &path))
             })
+            .clone()
+    }
+
+    /// plugstack.conf with its includes and plugins ([`plugstack::gather_now`]), gathered once per
+    /// run ([`RunMemo`]); a family that asks while another is gathering it waits for that answer.
+    pub fn plugstack(&self) -> Arc<PlugstackFacts> {
+        self.memo()
+            .plugstack
+            .get_or_init(|| Arc::new(plugstack::gather_now(self)))
             .clone()
     }
 

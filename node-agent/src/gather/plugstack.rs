@@ -137,7 +137,12 @@ pub fn path(ctx: &Ctx, conf: Option<&SlurmConf>) -> (PathBuf, String) {
 
 /// Other plugstack files an admin may have edited: the usual paths and `plugstack.conf.d/*.conf`
 /// beside them and beside the file Slurm reads.
-fn candidates(ctx: &Ctx, real: &Path, conf: Option<&SlurmConf>) -> Vec<PathBuf> {
+fn candidates(
+    ctx: &Ctx,
+    real: &Path,
+    conf: Option<&SlurmConf>,
+    memo: &mut PathMemo,
+) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = vec![
         "/etc/slurm".into(),
         "/etc/slurm-llnl".into(),
@@ -154,7 +159,7 @@ fn candidates(ctx: &Ctx, real: &Path, conf: Option<&SlurmConf>) -> Vec<PathBuf> 
         out.push(d.join("plugstack.conf"));
         out.extend(util::glob_last(&d.join("plugstack.conf.d").join("*.conf")));
     }
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut canon = |p: &Path| memo.canonical(p).unwrap_or_else(|| p.to_path_buf());
     let real = canon(real);
     let mut seen = vec![real];
     out.retain(|p| {
@@ -203,6 +208,38 @@ struct Walked {
     files: Vec<StackFile>,
     listed: Vec<Listed>,
     unlisted: Vec<UnlistedDir>,
+    /// Whether an include was not followed ([`MAX_DEPTH`]): then a file walked here may list more
+    /// than this walk saw.
+    cut: bool,
+    memo: PathMemo,
+}
+
+/// The answers of `canonicalize` and `metadata` within one [`gather`]: every plugstack file, .so
+/// and include directory is resolved, and every directory above them stat'ed, once per gathering
+/// instead of once per question (the same `/etc/slurm`, `/etc` and `/` for each file). Lifetime: one
+/// [`gather`] call; nothing is kept past it, so the next run sees the files as they are then.
+#[derive(Default)]
+struct PathMemo {
+    canon: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+    meta: std::collections::HashMap<PathBuf, Option<std::fs::Metadata>>,
+}
+
+impl PathMemo {
+    /// `std::fs::canonicalize(p)`, asked once per path.
+    fn canonical(&mut self, p: &Path) -> Option<PathBuf> {
+        self.canon
+            .entry(p.to_path_buf())
+            .or_insert_with(|| std::fs::canonicalize(p).ok())
+            .clone()
+    }
+
+    /// `std::fs::metadata(p)` (symlinks followed), asked once per path.
+    fn metadata(&mut self, p: &Path) -> Option<std::fs::Metadata> {
+        self.meta
+            .entry(p.to_path_buf())
+            .or_insert_with(|| std::fs::metadata(p).ok())
+            .clone()
+    }
 }
 
 /// `uid:gid` for messages, `root` for 0.
@@ -228,13 +265,13 @@ fn path_mode(p: &Path, md: &std::fs::Metadata) -> PathMode {
 /// What stops a user from reading `p` (or listing it, when `list_dir`), from the modes of `p` and
 /// of the directories above it, symlinks resolved; `None` when a user can, or when `p` cannot be
 /// examined (a missing file is judged elsewhere).
-fn seat(p: &Path, list_dir: bool) -> Option<(String, String)> {
-    let canon = std::fs::canonicalize(p).ok()?;
-    let md = std::fs::metadata(&canon).ok()?;
+fn seat(memo: &mut PathMemo, p: &Path, list_dir: bool) -> Option<(String, String)> {
+    let canon = memo.canonical(p)?;
+    let md = memo.metadata(&canon)?;
     let mut dirs = vec![];
     let mut cur = canon.parent();
     while let Some(d) = cur {
-        let dm = std::fs::metadata(d).ok()?;
+        let dm = memo.metadata(d)?;
         dirs.push(path_mode(d, &dm));
         cur = d.parent();
     }
@@ -357,7 +394,7 @@ fn walk(
     w.files.push(StackFile {
         path: file.display().to_string(),
         via,
-        user_denied: seat(file, false),
+        user_denied: seat(&mut w.memo, file, false),
     });
     let Ok(text) = util::read_text(file) else {
         if !file.is_dir() {
@@ -381,15 +418,17 @@ fn walk(
                             (SoState::Missing(e.path.clone()), PathBuf::from(&e.path))
                         })
                 };
-                let real = std::fs::canonicalize(&so).unwrap_or_else(|_| so.clone());
+                let real = w.memo.canonical(&so).unwrap_or_else(|| so.clone());
                 w.listed.push(Listed {
                     at: e.at.clone(),
                     required: e.required,
                     so: real.display().to_string(),
                     name: identify(&real),
-                    user_denied: (st == SoState::Loadable)
-                        .then(|| seat(&real, false))
-                        .flatten(),
+                    user_denied: if st == SoState::Loadable {
+                        seat(&mut w.memo, &real, false)
+                    } else {
+                        None
+                    },
                 });
                 w.entries.push((e, st));
             }
@@ -412,7 +451,7 @@ fn walk(
                     );
                 }
                 for dir in listed {
-                    if let Some(why) = seat(&dir, true) {
+                    if let Some(why) = seat(&mut w.memo, &dir, true) {
                         let inside = format!("{}/", dir.display());
                         let mut plugins: Vec<String> = w.listed[first_listed..]
                             .iter()
@@ -429,15 +468,49 @@ fn walk(
                     }
                 }
             }
-            Line::Include { pattern: g, .. } => w
-                .problems
-                .push(format!("include {g}: nested more than {MAX_DEPTH} deep")),
+            Line::Include { pattern: g, .. } => {
+                w.cut = true;
+                w.problems
+                    .push(format!("include {g}: nested more than {MAX_DEPTH} deep"));
+            }
         }
     }
 }
 
-/// Gathers the plugstack family's facts.
-pub fn gather(ctx: &Ctx) -> PlugstackFacts {
+/// The plugin lines of a plugstack file and its includes, in load order, as [`walk`] finds them
+/// (the same includes followed to the same depth) but without examining any .so or directory:
+/// what a file Slurm does not read would load is all [`gather`] asks of it.
+fn plugin_lines(file: &Path, depth: usize, out: &mut Vec<Entry>) {
+    let Ok(text) = util::read_text(file) else {
+        return;
+    };
+    for l in parse(&text, &file.display().to_string()).0 {
+        match l {
+            Line::Plugin(e) => out.push(e),
+            Line::Include { pattern: g, .. } if depth < MAX_DEPTH => {
+                let base = file.parent().unwrap_or(Path::new("/"));
+                let pat = if g.starts_with('/') {
+                    g
+                } else {
+                    base.join(&g).display().to_string()
+                };
+                for f in expand(&pat).0 {
+                    plugin_lines(&f, depth + 1, out);
+                }
+            }
+            Line::Include { .. } => {}
+        }
+    }
+}
+
+/// The plugstack family's facts, gathered once per check run ([`Ctx::plugstack`]): the plugstack
+/// family judges them and the enroot family reads launchguard's own line from them.
+pub fn gather(ctx: &Ctx) -> std::sync::Arc<PlugstackFacts> {
+    ctx.plugstack()
+}
+
+/// Gathers the plugstack family's facts now.
+pub(super) fn gather_now(ctx: &Ctx) -> PlugstackFacts {
     let (_, conf) = ctx.slurm_conf();
     let conf = conf.ok();
     let (p, source) = path(ctx, conf.as_ref());
@@ -458,10 +531,20 @@ pub fn gather(ctx: &Ctx) -> PlugstackFacts {
     };
     let mut unread: Vec<Entry> = vec![];
     if entries.is_ok() {
-        for f in candidates(ctx, &p, conf.as_ref()) {
-            let mut other = Walked::default();
-            walk(&f, None, &dirs, &mut other, 0);
-            for (e, _) in other.entries {
+        // A candidate the walk above read whole (no include cut at MAX_DEPTH) lists only plugins
+        // already loaded: it cannot add to `unread`, so it is not read again.
+        let walked: Vec<String> = if w.cut {
+            vec![]
+        } else {
+            w.files.iter().map(|f| f.path.clone()).collect()
+        };
+        for f in candidates(ctx, &p, conf.as_ref(), &mut w.memo) {
+            if walked.contains(&f.display().to_string()) {
+                continue;
+            }
+            let mut other = vec![];
+            plugin_lines(&f, 0, &mut other);
+            for e in other {
                 let b = base(&e);
                 if !loaded.contains(&b) && !unread.iter().any(|u| base(u) == b) {
                     unread.push(e);
@@ -534,6 +617,80 @@ mod tests {
         }
         std::fs::remove_dir_all(&d).unwrap();
         let _ = std::fs::remove_file(Path::new(disk_cache::DIR).join(cache_name(&so)));
+    }
+
+    /// Plugins in a `plugstack.conf.d/*.conf` that plugstack.conf does not include are `unread`;
+    /// those of an included one are not (it is walked once, as part of the file Slurm reads), and
+    /// a file included below [`MAX_DEPTH`] is read again from the top, where its plugins show.
+    #[test]
+    fn plugins_of_files_slurm_does_not_read_are_unread_and_included_ones_are_not() {
+        let d = std::env::temp_dir().join(format!("lg-plugstack-unread-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("plugstack.conf.d")).unwrap();
+        let w = |f: &str, t: String| std::fs::write(d.join(f), t).unwrap();
+        let dd = d.display();
+        w(
+            "slurm.conf",
+            format!("PlugStackConfig={dd}/plugstack.conf\nPluginDir={dd}\n"),
+        );
+        w(
+            "plugstack.conf",
+            format!("include {dd}/plugstack.conf.d/in-*.conf\n"),
+        );
+        w(
+            "plugstack.conf.d/in-a.conf",
+            "optional spank_included.so\n".into(),
+        );
+        w(
+            "plugstack.conf.d/other.conf",
+            "optional spank_elsewhere.so\n".into(),
+        );
+        let cfg = crate::config::Config {
+            slurm_conf: Some(d.join("slurm.conf")),
+            ..crate::config::Config::default()
+        };
+        let ctx = Ctx::new(cfg);
+        let names = |f: &PlugstackFacts| {
+            f.unread
+                .iter()
+                .map(|e| e.path.clone())
+                .filter(|p| p.starts_with("spank_included") || p.starts_with("spank_elsewhere"))
+                .collect::<Vec<_>>()
+        };
+        let f = gather(&ctx);
+        assert_eq!(names(&f), vec!["spank_elsewhere.so"], "{:?}", f.unread);
+        let loaded: Vec<&str> = f
+            .entries
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|(e, _)| e.path.as_str())
+            .collect();
+        assert_eq!(loaded, vec!["spank_included.so"]);
+        // A chain of includes deeper than the walk follows: in-a.conf includes deep-1.conf, which
+        // includes deep-2.conf, … deep-8.conf (depth 9 from plugstack.conf, not reached; depth 8
+        // from in-a.conf read as a candidate) lists a plugin.
+        w(
+            "plugstack.conf.d/in-a.conf",
+            format!("optional spank_included.so\ninclude {dd}/deep-1.conf\n"),
+        );
+        for i in 1..8 {
+            w(
+                &format!("deep-{i}.conf"),
+                format!("include {dd}/deep-{}.conf\n", i + 1),
+            );
+        }
+        w("deep-8.conf", "optional spank_included_deep.so\n".into());
+        let f = gather(&ctx);
+        assert!(
+            f.problems.iter().any(|p| p.contains("nested more than")),
+            "{:?}",
+            f.problems
+        );
+        let unread: Vec<&str> = f.unread.iter().map(|e| e.path.as_str()).collect();
+        assert!(unread.contains(&"spank_included_deep.so"), "{unread:?}");
+        assert!(!unread.contains(&"spank_included.so"), "{unread:?}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
