@@ -4,6 +4,11 @@ fn rules() -> &'static Rules {
     Rules::builtin().expect("the built-in table parses")
 }
 
+/// The finding IDs of a report, in its order.
+fn id_list(rep: &Report) -> Vec<&str> {
+    rep.findings.iter().map(|f| f.id.as_str()).collect()
+}
+
 fn ids(rep: &Report) -> Vec<(&str, Severity, u64)> {
     rep.findings
         .iter()
@@ -70,7 +75,7 @@ UserWarning: This DataLoader will create 6 worker processes in total. Our sugges
 srun: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:197: pmi/pmix: can not load PMIx library
 ";
     let rep = explain_bytes(rules(), out.as_bytes());
-    let got: Vec<&str> = rep.findings.iter().map(|f| f.id.as_str()).collect();
+    let got = id_list(&rep);
     assert_eq!(
         got,
         [
@@ -325,7 +330,7 @@ slurmstepd: error: pyxis:     enroot-nsenter: failed to create user namespace: P
 slurmstepd: error: spank: required plugin spank_pyxis.so: task_init() failed with rc=-1
 ";
     let rep = explain_bytes(r, start.as_bytes());
-    let got: Vec<&str> = rep.findings.iter().map(|f| f.id.as_str()).collect();
+    let got = id_list(&rep);
     assert_eq!(
         got,
         [
@@ -345,7 +350,7 @@ slurmstepd: error: pyxis:     mkdir: cannot create directory '/raid/enroot-data/
 slurmstepd: error: pyxis: couldn't get list of existing container filesystems
 ";
     let rep = explain_bytes(r, list.as_bytes());
-    let got: Vec<&str> = rep.findings.iter().map(|f| f.id.as_str()).collect();
+    let got = id_list(&rep);
     assert_eq!(
         got,
         [

@@ -433,12 +433,7 @@ fn walk(
                 w.entries.push((e, st));
             }
             Line::Include { at, pattern: g } if depth < MAX_DEPTH => {
-                let base = file.parent().unwrap_or(Path::new("/"));
-                let pat = if g.starts_with('/') {
-                    g.clone()
-                } else {
-                    base.join(&g).display().to_string()
-                };
+                let pat = include_pattern(file, &g);
                 let (matched, listed) = expand(&pat);
                 let first_listed = w.listed.len();
                 for f in matched {
@@ -477,6 +472,17 @@ fn walk(
     }
 }
 
+/// An `include` pattern of `file` as Slurm resolves it: as written when absolute, else relative to
+/// the directory of the file that holds the line.
+fn include_pattern(file: &Path, pattern: &str) -> String {
+    if pattern.starts_with('/') {
+        pattern.to_string()
+    } else {
+        let base = file.parent().unwrap_or(Path::new("/"));
+        base.join(pattern).display().to_string()
+    }
+}
+
 /// The plugin lines of a plugstack file and its includes, in load order, as [`walk`] finds them
 /// (the same includes followed to the same depth) but without examining any .so or directory:
 /// what a file Slurm does not read would load is all [`gather`] asks of it.
@@ -488,13 +494,7 @@ fn plugin_lines(file: &Path, depth: usize, out: &mut Vec<Entry>) {
         match l {
             Line::Plugin(e) => out.push(e),
             Line::Include { pattern: g, .. } if depth < MAX_DEPTH => {
-                let base = file.parent().unwrap_or(Path::new("/"));
-                let pat = if g.starts_with('/') {
-                    g
-                } else {
-                    base.join(&g).display().to_string()
-                };
-                for f in expand(&pat).0 {
+                for f in expand(&include_pattern(file, &g)).0 {
                     plugin_lines(&f, depth + 1, out);
                 }
             }
