@@ -19,7 +19,9 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 use tracing_subscriber::filter::LevelFilter;
 
-/// `launchguard agent`.
+// `launchguard agent`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Config file (default /etc/launchguard/launchguard.toml; missing there = defaults).

@@ -5,7 +5,9 @@ use launchguard_core::{CheckKind, Mode, Policy};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// Arguments of `launchguard check-args`.
+// Arguments of `launchguard check-args`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The plugstack arguments, e.g. 'mode=warn cpus_per_task=enforce', or a whole plugstack line

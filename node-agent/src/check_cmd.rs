@@ -7,7 +7,9 @@ use launchguard_core::node::{all_checks, Status};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// `launchguard check`.
+// `launchguard check`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Print one JSON object (schema 1: node, status, exit_code, checks[], facts{}) instead of a table.
@@ -24,7 +26,9 @@ pub struct CheckArgs {
     pub config: Option<PathBuf>,
 }
 
-/// `launchguard list-checks`.
+// `launchguard list-checks`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// Config file, to show which checks are disabled (default /etc/launchguard/launchguard.toml).

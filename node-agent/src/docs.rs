@@ -7,7 +7,9 @@ use clap::CommandFactory;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// `generate-docs`.
+// `generate-docs`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Output directory for man pages and completions (created).

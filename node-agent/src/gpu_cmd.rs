@@ -9,7 +9,9 @@ use launchguard_core::host::Roots;
 use launchguard_core::node::gpu::{mnnvl, FabricState, Mnnvl, Nvml};
 use std::process::ExitCode;
 
-/// `launchguard gpu`.
+// `launchguard gpu`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the facts as one JSON object (GpuFacts: nvml, pci, proc_gpus) instead of text.

@@ -21,7 +21,9 @@ pub const PREFIX: &str = "launchguard:";
 /// Longest reason set (Slurm shows reasons in one sinfo column; keep them readable).
 const MAX_REASON: usize = 200;
 
-/// `launchguard health`.
+// `launchguard health`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print what would be done; change nothing.

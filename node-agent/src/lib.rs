@@ -36,6 +36,9 @@ pub struct Cli {
 // Parsed once per process: the size of the largest variant does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
+// Each subcommand's arguments are built only when it is the one invoked (clap's `defer`): a
+// `launchguard check` does not build the whole command tree on every start.
+#[command(defer = true)]
 enum Command {
     /// Explain a failed job's output (slurm-JOBID.out, slurmd.log, a pasted terminal; `-` reads
     /// stdin): finding ID, cause and fix for every known symptom line. Exit codes: 0 nothing known,
@@ -90,5 +93,45 @@ pub fn run_cli() -> ExitCode {
         Command::Nccl { cmd } => launchguard_nccl::cli::run(cmd),
         Command::Sweep(a) => launchguard_sweep::cli::run(a),
         Command::GenerateDocs(a) => docs::run(&a),
+    }
+}
+
+#[cfg(test)]
+mod cli_tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand's help (about and long about) after its deferred arguments are built is the
+    /// text its place in the tree gives it, at every depth: what `launchguard SUB --help` shows is
+    /// what `launchguard --help` lists (a documented `Args` struct would replace it otherwise).
+    #[test]
+    fn deferred_subcommands_keep_their_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, seen: &mut usize) {
+            for sub in cmd.get_subcommands() {
+                let name = format!("{path} {}", sub.get_name());
+                let listed = (
+                    sub.get_about().map(|s| s.to_string()),
+                    sub.get_long_about().map(|s| s.to_string()),
+                );
+                let mut built = sub.clone();
+                built.build();
+                let shown = (
+                    built.get_about().map(|s| s.to_string()),
+                    built.get_long_about().map(|s| s.to_string()),
+                );
+                assert_eq!(
+                    listed, shown,
+                    "`{name} --help` shows other text than the list"
+                );
+                assert!(listed.0.is_some(), "`{name}` has no help text");
+                *seen += 1;
+                walk(&built, &name, seen);
+            }
+        }
+        let mut seen = 0;
+        let mut cli = crate::Cli::command();
+        cli.build();
+        walk(&crate::Cli::command(), "launchguard", &mut seen);
+        assert!(seen >= 14, "only {seen} subcommands walked");
+        cli.debug_assert();
     }
 }

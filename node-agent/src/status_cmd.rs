@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// `launchguard status`.
+// `launchguard status`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the agent's answer as JSON.

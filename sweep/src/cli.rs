@@ -17,7 +17,9 @@ const EXIT_CODES: &str = "Exit codes (by the worst finding):\n  \
 2  critical (an unreachable node, a differing munge key/slurm.conf/plugstack/Slurm version, a failing node check, a bad node)\n  \
 3  unknown (a node ran the step but gave no check report, or was still completing a job and not judged)";
 
-/// `launchguard sweep`: node checks on every node through Slurm, compared across nodes.
+// `launchguard sweep`: node checks on every node through Slurm, compared across nodes.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
 pub struct SweepArgs {
@@ -27,8 +29,13 @@ pub struct SweepArgs {
     pub check: CheckArgs,
 }
 
-/// Sweeps other than the node checks.
+// Sweeps other than the node checks.
+// (A plain comment, not a doc comment: clap would show it as `sweep`'s help instead of the text
+// its variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Subcommand)]
+// Each subcommand's arguments are built only when it is the one invoked (clap's `defer`): a
+// `launchguard check` does not build the whole command tree on every start.
+#[command(defer = true)]
 pub enum SweepCommand {
     /// Pairwise NCCL runs through sbatch to find the bad node: disjoint pairs, then
     /// suspects re-paired with known-good nodes; judged by `launchguard nccl outliers`' analysis.
@@ -36,7 +43,9 @@ pub enum SweepCommand {
     Nccl(NcclArgs),
 }
 
-/// Options of the node-check sweep.
+// Options of the node-check sweep.
+// (A plain comment, not a doc comment: clap would show it as `sweep`'s help instead of the text
+// its variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Partition to sweep (default: the default partition's nodes, the one sinfo marks with `*`).
@@ -74,7 +83,9 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// Options of the NCCL sweep.
+// Options of the NCCL sweep.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct NcclArgs {
     /// Partition to sweep.

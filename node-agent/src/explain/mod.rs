@@ -62,7 +62,9 @@ const MAX_CAPTURE: usize = 100;
 /// Longest example line kept per finding (chars).
 const MAX_EXAMPLE: usize = 240;
 
-/// Arguments of `launchguard explain`.
+// Arguments of `launchguard explain`.
+// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
+// the text the subcommand's variant gives, since its arguments are built deferred.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The job output to explain: slurm-JOBID.out, a slurmd log, a saved terminal; `-` reads
