@@ -51,6 +51,8 @@ const CASES: &[(&str, i32, Want)] = &[
         2,
         &[
             ("launch.enroot_runtime", 1),
+            // Pyxis 0.23's bare import line: a hint, after the enroot line that names the cause.
+            ("job.container_import", 1),
             ("job.pyxis_follow_on", 2),
             ("job.spank_failed", 1),
         ],
@@ -270,10 +272,10 @@ fn text_output_is_one_finding_per_line_and_says_when_nothing_is_known() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines.len(), 5, "{text}");
     assert!(lines[0].starts_with("launchguard: launch.enroot_runtime: enroot could not create its runtime directory '/run/enroot' (line 5); "), "{text}");
     assert!(
-        lines[3].ends_with("CRITICAL — 3 known symptoms (3 critical, 0 warning) in 9 lines"),
+        lines[4].ends_with("CRITICAL — 4 known symptoms (4 critical, 0 warning) in 9 lines"),
         "{text}"
     );
     assert_eq!(out.status.code(), Some(2));
