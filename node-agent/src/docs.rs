@@ -32,6 +32,58 @@ fn write_reference(dir: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
+/// `cmd` (built) with its `help` subcommand mirroring the whole tree. clap copies the tree into
+/// `help` when it builds the root, before a deferred subcommand (`nccl`, `sweep`) has added its
+/// own subcommands, so the completions would not offer `launchguard help nccl check`. The copy is
+/// made as clap makes it: each node's name, about and hidden flag, without help or version flags.
+fn with_full_help_tree(cmd: clap::Command) -> clap::Command {
+    // The root is built already, so the copies get the bin and display names a build would give
+    // them (`launchguard help nccl check`, `launchguard-help-nccl-check`), which the completion
+    // generators read.
+    fn copy(c: &clap::Command, bin: &str, display: &str) -> clap::Command {
+        let bin = format!("{bin} {}", c.get_name());
+        let display = format!("{display}-{}", c.get_name());
+        // A one-shot command: the few names are leaked, as the man pages' names below.
+        let name: &'static str = Box::leak(c.get_name().to_string().into_boxed_str());
+        let mut m = clap::Command::new(name)
+            .hide(c.is_hide_set())
+            .disable_help_flag(true)
+            .disable_version_flag(true)
+            .disable_help_subcommand(true)
+            .subcommands(
+                c.get_subcommands()
+                    .filter(|s| s.get_name() != "help")
+                    .map(|s| copy(s, &bin, &display)),
+            );
+        if let Some(about) = c.get_about() {
+            m = m.about(about.clone());
+        }
+        m.bin_name(bin).display_name(display)
+    }
+    let (bin, display) = match cmd.find_subcommand("help") {
+        Some(h) => (
+            h.get_bin_name().unwrap_or("launchguard help").to_string(),
+            h.get_display_name()
+                .unwrap_or("launchguard-help")
+                .to_string(),
+        ),
+        None => return cmd,
+    };
+    let tree: Vec<clap::Command> = cmd
+        .get_subcommands()
+        .filter(|c| c.get_name() != "help")
+        .map(|c| copy(c, &bin, &display))
+        .collect();
+    cmd.mut_subcommand("help", |h| {
+        h.mut_subcommands(
+            |m| match tree.iter().find(|t| t.get_name() == m.get_name()) {
+                Some(full) => full.clone(),
+                None => m,
+            },
+        )
+    })
+}
+
 fn write_all(out: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
     let mut written = vec![];
     let man = out.join("man");
@@ -40,6 +92,7 @@ fn write_all(out: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(&comp)?;
     let mut cmd = crate::Cli::command();
     cmd.build();
+    let mut cmd = with_full_help_tree(cmd);
     let mut pages = vec![(String::from("launchguard"), cmd.clone())];
     for sub in cmd.get_subcommands() {
         if sub.is_hide_set() || sub.get_name() == "help" {

@@ -54,3 +54,42 @@ fn docs_reference_matches_the_code() {
     let _ = std::fs::remove_dir_all(&tmp);
     assert!(stale.is_empty(), "{}; {fix}", stale.join(", "));
 }
+
+/// The shell completions `generate-docs --out` writes offer `launchguard help nccl check` and the
+/// other nested subcommands under `help`: subcommands whose arguments are built deferred (`nccl`,
+/// `sweep`) are mirrored into `help` whole, as a tree built at once would be.
+#[test]
+fn completions_mirror_nested_subcommands_under_help() {
+    let tmp = std::env::temp_dir().join(format!("lg-docs-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = Command::new(env!("CARGO_BIN_EXE_launchguard"))
+        .args(["generate-docs", "--out"])
+        .arg(&tmp)
+        .output()
+        .expect("run launchguard generate-docs");
+    assert!(
+        out.status.success(),
+        "generate-docs --out failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bash = std::fs::read_to_string(tmp.join("completions/launchguard.bash")).unwrap();
+    let fish = std::fs::read_to_string(tmp.join("completions/launchguard.fish")).unwrap();
+    let _ = std::fs::remove_dir_all(&tmp);
+    for nested in [
+        "nccl__subcmd__check",
+        "nccl__subcmd__outliers",
+        "sweep__subcmd__nccl",
+    ] {
+        let want = format!("launchguard__subcmd__help__subcmd__{nested}");
+        assert!(bash.contains(&want), "bash completion lacks {want}");
+        // The real command is there too, with its options.
+        let real = format!("launchguard__subcmd__{nested}");
+        assert!(bash.contains(&real), "bash completion lacks {real}");
+    }
+    assert!(
+        fish.contains("__fish_launchguard_using_subcommand help; and __fish_seen_subcommand_from nccl\" -f -a \"check\""),
+        "fish completion lacks `help nccl check`"
+    );
+    // No `help` inside the mirror (`launchguard help nccl help`), as clap's own mirror has none.
+    assert!(!bash.contains("launchguard__subcmd__help__subcmd__nccl__subcmd__help"));
+}
