@@ -23,11 +23,9 @@ slow outlier, bad node, failed run); no-go outranks 3 when files differ\n  \
 3  a file could not be read or parsed (the others are still analysed)";
 
 // `launchguard nccl` subcommands.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Subcommand)]
-// Each subcommand's arguments are built only when it is the one invoked (clap's `defer`): a
-// `launchguard check` does not build the whole command tree on every start.
+// Arguments built deferred, as `Command`'s in node-agent/src/lib.rs.
 #[command(defer = true)]
 pub enum NcclCommand {
     /// Read nccl-tests results and NCCL_DEBUG=INFO logs and give a go/no-go verdict per file.

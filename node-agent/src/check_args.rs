@@ -6,8 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 // Arguments of `launchguard check-args`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The plugstack arguments, e.g. 'mode=warn cpus_per_task=enforce', or a whole plugstack line

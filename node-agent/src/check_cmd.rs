@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // `launchguard check`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Print one JSON object (schema 1: node, status, exit_code, checks[], facts{}) instead of a table.
@@ -27,8 +26,7 @@ pub struct CheckArgs {
 }
 
 // `launchguard list-checks`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct ListArgs {
     /// Config file, to show which checks are disabled (default /etc/launchguard/launchguard.toml).

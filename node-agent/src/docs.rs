@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 // `generate-docs`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Output directory for man pages and completions (created).

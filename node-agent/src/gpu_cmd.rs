@@ -10,8 +10,7 @@ use launchguard_core::node::gpu::{mnnvl, FabricState, Mnnvl, Nvml};
 use std::process::ExitCode;
 
 // `launchguard gpu`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the facts as one JSON object (GpuFacts: nvml, pci, proc_gpus) instead of text.

@@ -22,8 +22,7 @@ pub const PREFIX: &str = "launchguard:";
 const MAX_REASON: usize = 200;
 
 // `launchguard health`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print what would be done; change nothing.

@@ -37,7 +37,10 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 // Each subcommand's arguments are built only when it is the one invoked (clap's `defer`): a
-// `launchguard check` does not build the whole command tree on every start.
+// `launchguard check` does not build the whole command tree on every start. With `defer`, a
+// newtype variant's `Args` struct applies its own doc comment after the variant's, so it would
+// become that subcommand's help text: those structs carry plain comments instead
+// (`cli_tests::deferred_subcommands_keep_their_help_text` catches one that does not).
 #[command(defer = true)]
 enum Command {
     /// Explain a failed job's output (slurm-JOBID.out, slurmd.log, a pasted terminal; `-` reads
@@ -128,10 +131,8 @@ mod cli_tests {
             }
         }
         let mut seen = 0;
-        let mut cli = crate::Cli::command();
-        cli.build();
         walk(&crate::Cli::command(), "launchguard", &mut seen);
         assert!(seen >= 14, "only {seen} subcommands walked");
-        cli.debug_assert();
+        crate::Cli::command().debug_assert();
     }
 }

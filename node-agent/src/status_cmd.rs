@@ -10,8 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 // `launchguard status`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print the agent's answer as JSON.

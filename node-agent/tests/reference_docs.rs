@@ -16,20 +16,27 @@ fn names(dir: &Path) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-#[test]
-fn docs_reference_matches_the_code() {
-    let tmp = std::env::temp_dir().join(format!("lg-reference-{}", std::process::id()));
+/// Runs `launchguard generate-docs FLAG DIR` into a fresh temporary directory (`tag` names it) and
+/// returns the directory; panics with generate-docs' stderr when it fails.
+fn generate(flag: &str, tag: &str) -> std::path::PathBuf {
+    let tmp = std::env::temp_dir().join(format!("lg-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let out = Command::new(env!("CARGO_BIN_EXE_launchguard"))
-        .args(["generate-docs", "--reference"])
+        .args(["generate-docs", flag])
         .arg(&tmp)
         .output()
         .expect("run launchguard generate-docs");
     assert!(
         out.status.success(),
-        "generate-docs --reference failed: {}",
+        "generate-docs {flag} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    tmp
+}
+
+#[test]
+fn docs_reference_matches_the_code() {
+    let tmp = generate("--reference", "reference");
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/reference");
     let fix =
         "regenerate with: target/release/launchguard generate-docs --reference docs/reference";
@@ -60,18 +67,7 @@ fn docs_reference_matches_the_code() {
 /// `sweep`) are mirrored into `help` whole, as a tree built at once would be.
 #[test]
 fn completions_mirror_nested_subcommands_under_help() {
-    let tmp = std::env::temp_dir().join(format!("lg-docs-out-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let out = Command::new(env!("CARGO_BIN_EXE_launchguard"))
-        .args(["generate-docs", "--out"])
-        .arg(&tmp)
-        .output()
-        .expect("run launchguard generate-docs");
-    assert!(
-        out.status.success(),
-        "generate-docs --out failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tmp = generate("--out", "docs-out");
     let bash = std::fs::read_to_string(tmp.join("completions/launchguard.bash")).unwrap();
     let fish = std::fs::read_to_string(tmp.join("completions/launchguard.fish")).unwrap();
     let _ = std::fs::remove_dir_all(&tmp);

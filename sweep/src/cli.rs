@@ -18,8 +18,7 @@ const EXIT_CODES: &str = "Exit codes (by the worst finding):\n  \
 3  unknown (a node ran the step but gave no check report, or was still completing a job and not judged)";
 
 // `launchguard sweep`: node checks on every node through Slurm, compared across nodes.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = EXIT_CODES)]
 pub struct SweepArgs {
@@ -30,11 +29,9 @@ pub struct SweepArgs {
 }
 
 // Sweeps other than the node checks.
-// (A plain comment, not a doc comment: clap would show it as `sweep`'s help instead of the text
-// its variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Subcommand)]
-// Each subcommand's arguments are built only when it is the one invoked (clap's `defer`): a
-// `launchguard check` does not build the whole command tree on every start.
+// Arguments built deferred, as `Command`'s in node-agent/src/lib.rs.
 #[command(defer = true)]
 pub enum SweepCommand {
     /// Pairwise NCCL runs through sbatch to find the bad node: disjoint pairs, then
@@ -44,8 +41,7 @@ pub enum SweepCommand {
 }
 
 // Options of the node-check sweep.
-// (A plain comment, not a doc comment: clap would show it as `sweep`'s help instead of the text
-// its variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Partition to sweep (default: the default partition's nodes, the one sinfo marks with `*`).
@@ -84,8 +80,7 @@ pub struct CheckArgs {
 }
 
 // Options of the NCCL sweep.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct NcclArgs {
     /// Partition to sweep.

@@ -63,8 +63,7 @@ const MAX_CAPTURE: usize = 100;
 const MAX_EXAMPLE: usize = 240;
 
 // Arguments of `launchguard explain`.
-// (A plain comment, not a doc comment: clap would show it as this subcommand's help instead of
-// the text the subcommand's variant gives, since its arguments are built deferred.)
+// (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The job output to explain: slurm-JOBID.out, a slurmd log, a saved terminal; `-` reads
