@@ -23,8 +23,9 @@ devices, GPU and IMEX) several ways:
 take milliseconds, and the check's own cost is what it takes above that. Wall time is what a caller
 waits; CPU time (user + system of the process and its children, from
 getrusage) is what the node pays and moves far less with the machine's load. The runs are
-interleaved so machine noise hits every side alike, every other one in reverse order so no side
-always follows the same one. --rt runs every side at SCHED_FIFO priority 1
+interleaved so machine noise hits every side alike, each run in its own random order (never the
+same side twice in a row) so no side always follows the same one. Output goes to a file, read
+after the clock stops (see timed()). --rt runs every side at SCHED_FIFO priority 1
 (`chrt -f 1`), so on a shared machine a run is not queued behind other jobs' CPU time: the wall
 time of a quiet node (a daemon a run talks to, munged, still runs at its own priority).
 --before BIN adds `BIN check` (an earlier build) to the same interleaved runs and prints the
@@ -33,10 +34,13 @@ The last line is the verdict against issue 33's target (median wall <= 5 ms over
 the median CPU time beside it, and the exact command line is printed first.
 """
 import argparse
+import atexit
 import json
 import os
 import pwd
+import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -60,15 +64,24 @@ NHC_CONF = """\
 
 
 def timed(argv, env=None, capture=True):
-    """Runs argv; returns (wall ms, CPU ms of it and its children, CompletedProcess)."""
-    # NHC's check_cmd_* leave a timer child holding stdout/stderr open until it expires: reading NHC
-    # through pipes would time that, not NHC (slurmd gives HealthCheckProgram /dev/null).
-    out = subprocess.PIPE if capture else subprocess.DEVNULL
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env)
-    wall = (time.perf_counter() - t) * 1e3
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Runs argv; returns (wall ms, CPU ms of it and its children, CompletedProcess).
+
+    Every side writes where a health check's output goes, not into a pipe this script reads while
+    it times the run: slurmd gives HealthCheckProgram /dev/null, and NHC's check_cmd_* leave a timer
+    child holding stdout/stderr open until it expires (a pipe would time that, not NHC). A side
+    whose output is wanted (capture) writes it to an unlinked temporary file, read after the clock
+    stops: reading a pipe from Python while the child ran added 0.2-0.4 ms to every launchguard
+    side and nothing to NHC's."""
+    with tempfile.TemporaryFile() as f:
+        out = f if capture else subprocess.DEVNULL
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        wall = (time.perf_counter() - t) * 1e3
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if capture:
+            f.seek(0)
+            p.stdout = f.read()
     cpu = (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3
     return wall, cpu, p
 
@@ -119,6 +132,8 @@ def main():
     log = open(os.path.join(d, "nhc.log")).read()
     if p.returncode != 0 or "command not found" in log or "No such file" in log or log.count("Running check:") < 9:
         sys.exit(f"bench: NHC's checks did not all run and pass here, fix that first (log {d}/nhc.log):\n{log}")
+    # The directory goes when the bench ends (kept above, when NHC failed: its log is there).
+    atexit.register(shutil.rmtree, d, True)
     # An empty launchguard config: the defaults (a config path must name a regular file).
     lg_conf = os.path.join(d, "launchguard.toml")
     open(lg_conf, "w").close()
@@ -146,12 +161,23 @@ def main():
     cpu = {k: [] for k, *_ in sides}
     suite = []
     results = None
+    before = None
     checks = 0
-    # Every other run goes through the sides in reverse: a side that always ran right after NHC (a
-    # shell script of dozens of processes) ran on cold caches, one right after launchguard on warm
-    # ones, and --before's ratio measured that order as much as the builds (0.5 ms of CPU here).
+    # Each run goes through the sides in a new random order (seeded: the same orders every time), and
+    # no side runs twice in a row across two runs. A fixed order measured the order: a side that
+    # always ran right after NHC (a shell script of dozens of processes) ran on cold caches, one
+    # right after launchguard on warm ones (0.5 ms of CPU here); reversing every other run put the
+    # last side twice in a row at each turn, and `--lg X --before X` then measured the same build
+    # 2-12% faster as --before (three runs on this VM).
+    rng = random.Random(33)
+    last = None
     for i in range(a.runs):
-        for k, _, argv, cap in (sides if i % 2 == 0 else sides[::-1]):
+        order = sides[:]
+        rng.shuffle(order)
+        if order[0] is last:
+            order[0], order[1] = order[1], order[0]
+        last = order[-1]
+        for k, _, argv, cap in order:
             w, c, p = timed(argv, env, capture=cap)
             if k == "nhc":
                 assert p.returncode == 0, "NHC failed during the runs"
@@ -164,12 +190,13 @@ def main():
                 results = [(c["id"], c["status"], c["message"]) for c in rep["checks"]]
             if k == "lg_before":
                 before = [(c["id"], c["status"], c["message"]) for c in json.loads(p.stdout)["checks"]]
-                if before != results:
-                    diff = [x for x in zip(before, results) if x[0] != x[1]][:3]
-                    print(f"bench: --before gives other results than {a.lg}: {diff}")
+        # Compared once both ran in this run (either may come first).
+        if a.before and before != results:
+            diff = [x for x in zip(before, results) if x[0] != x[1]][:3]
+            print(f"bench: --before gives other results than {a.lg}: {diff}")
     n_wall, n_cpu = statistics.median(wall["nhc"]), statistics.median(cpu["nhc"])
     load = open("/proc/loadavg").read().split()[0]
-    print(f"{a.runs} interleaved runs on {host} ({os.cpu_count()} CPUs, load average {load}){' under chrt -f 1' if a.rt else ''}")
+    print(f"{a.runs} interleaved runs (a random order each) on {host} ({os.cpu_count()} CPUs, load average {load}){' under chrt -f 1' if a.rt else ''}")
     print(f"{'what':<58} {'wall ms':>8} {'p90':>7} {'NHC/this':>9} {'CPU ms':>7} {'NHC/this':>9}")
     for k, label, _, _ in sides:
         med, p90 = summary(wall[k])
