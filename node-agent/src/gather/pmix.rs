@@ -62,7 +62,8 @@ fn list_cached(dirs: &[PathBuf]) -> Vec<MpiPlugin> {
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age >= std::time::Duration::from_secs(2));
-        if settled {
+        // One type a line: a name with a line break in it (never a real plugin) is not kept.
+        if settled && !listed.iter().any(|p| p.mpi_type.contains('\n')) {
             let types: Vec<&str> = listed.iter().map(|p| p.mpi_type.as_str()).collect();
             super::disk_cache::put(&name, &key, &types.join("\n"));
         }
@@ -213,6 +214,15 @@ mod tests {
         );
         std::fs::remove_file(d.join("mpi_pmix_v5.so")).unwrap();
         assert_eq!(types(&list_cached(&dirs)), ["none", "pmi2", "pmix"]);
+        // A name with a line break (the entry's separator) is listed but never kept.
+        let _ = std::fs::remove_file(&entry);
+        std::fs::write(d.join("mpi_x\ny.so"), b"").unwrap();
+        settle();
+        assert_eq!(types(&list_cached(&dirs)), ["none", "pmi2", "pmix", "x\ny"]);
+        assert!(
+            !entry.exists(),
+            "a listing with a line break in a name is not kept"
+        );
         let _ = std::fs::remove_file(&entry);
         std::fs::remove_dir_all(&d).unwrap();
     }
