@@ -16,6 +16,27 @@ fn ids(rep: &Report) -> Vec<(&str, Severity, u64)> {
         .collect()
 }
 
+/// The rules that ignore case (`(?i-u:...)` around ASCII text: the regex crate is built without
+/// Unicode's case tables) match every example in upper and in lower case too.
+#[test]
+fn case_blind_rules_match_their_examples_in_any_case() {
+    let r = rules();
+    let blind: Vec<_> = r
+        .rules
+        .iter()
+        .zip(&r.res)
+        .filter(|(rule, _)| rule.regex.contains("(?i-u"))
+        .collect();
+    assert!(blind.len() >= 10, "{} case-blind rules", blind.len());
+    for (rule, re) in blind {
+        for ex in &rule.examples {
+            for v in [ex.to_ascii_uppercase(), ex.to_ascii_lowercase()] {
+                assert!(re.is_match(&v), "{} does not match {v:?}", rule.id);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_example_is_explained_by_its_own_rule_and_no_counter_is() {
     let r = rules();
