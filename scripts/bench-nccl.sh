@@ -138,7 +138,8 @@ bytes=$(stat -c %s "$big")
 lines=$(wc -l < "$big")
 # Warm the page cache and write the new log out first: measure parsing, not the disk. Without the
 # sync, the kernel was still writing the fresh 1 GiB back during the timed runs (on the H200 host the
-# one-core scan took 0.95-1.23 s with the log on disk, 0.76-0.95 s with it on tmpfs, same build).
+# one-core scan took 0.86-1.36 s over six runs with the log on disk, 0.76-0.95 s with it on tmpfs and
+# 0.81-0.93 s after the sync, one build).
 cat "$big" > /dev/null
 sync
 pin=()

@@ -72,16 +72,17 @@ def timed(argv, env=None, capture=True):
     whose output is wanted (capture) writes it to an unlinked temporary file, read after the clock
     stops: reading a pipe from Python while the child ran added 0.2-0.4 ms to every launchguard
     side and nothing to NHC's."""
-    with tempfile.TemporaryFile() as f:
-        out = f if capture else subprocess.DEVNULL
+    with tempfile.TemporaryFile() as f, tempfile.TemporaryFile() as e:
+        out, err = (f, e) if capture else (subprocess.DEVNULL, subprocess.DEVNULL)
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
         wall = (time.perf_counter() - t) * 1e3
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if capture:
             f.seek(0)
-            p.stdout = f.read()
+            e.seek(0)
+            p.stdout, p.stderr = f.read(), e.read()
     cpu = (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3
     return wall, cpu, p
 
@@ -162,6 +163,7 @@ def main():
     suite = []
     results = None
     before = None
+    told = False
     checks = 0
     # Each run goes through the sides in a new random order (seeded: the same orders every time), and
     # no side runs twice in a row across two runs. A fixed order measured the order: a side that
@@ -170,19 +172,24 @@ def main():
     # last side twice in a row at each turn, and `--lg X --before X` then measured the same build
     # 2-12% faster as --before (three runs on this VM).
     rng = random.Random(33)
-    last = None
+    last = sides[-1][0]  # the warm-up above ended with it
     for i in range(a.runs):
         order = sides[:]
         rng.shuffle(order)
-        if order[0] is last:
+        if order[0][0] == last:
             order[0], order[1] = order[1], order[0]
-        last = order[-1]
+        last = order[-1][0]
         for k, _, argv, cap in order:
             w, c, p = timed(argv, env, capture=cap)
             if k == "nhc":
                 assert p.returncode == 0, "NHC failed during the runs"
             wall[k].append(w)
             cpu[k].append(c)
+            if k.startswith("lg_"):
+                try:
+                    json.loads(p.stdout)
+                except ValueError:
+                    sys.exit(f"bench: {' '.join(argv)} printed no JSON (exit {p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
             if k == "lg_cli":
                 rep = json.loads(p.stdout)
                 suite.append(rep["duration_ms"])
@@ -190,10 +197,11 @@ def main():
                 results = [(c["id"], c["status"], c["message"]) for c in rep["checks"]]
             if k == "lg_before":
                 before = [(c["id"], c["status"], c["message"]) for c in json.loads(p.stdout)["checks"]]
-        # Compared once both ran in this run (either may come first).
-        if a.before and before != results:
+        # Compared once both ran in this run (either may come first); said once.
+        if a.before and before != results and not told:
+            told = True
             diff = [x for x in zip(before, results) if x[0] != x[1]][:3]
-            print(f"bench: --before gives other results than {a.lg}: {diff}")
+            print(f"bench: --before gives other results than {a.lg} ({len(before)} against {len(results)} checks): {diff}")
     n_wall, n_cpu = statistics.median(wall["nhc"]), statistics.median(cpu["nhc"])
     load = open("/proc/loadavg").read().split()[0]
     print(f"{a.runs} interleaved runs (a random order each) on {host} ({os.cpu_count()} CPUs, load average {load}){' under chrt -f 1' if a.rt else ''}")

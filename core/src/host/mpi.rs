@@ -115,29 +115,39 @@ pub struct MpiPlugin {
 }
 
 /// The MPI plugins in `dirs`, sorted by type within each directory (at most 4096 entries read per
-/// directory).
+/// directory; a directory that cannot be read, or an entry that cannot, is skipped).
 pub fn list(dirs: &[PathBuf]) -> Vec<MpiPlugin> {
     let mut out = vec![];
     for d in dirs {
-        let Ok(rd) = std::fs::read_dir(d) else {
-            continue;
-        };
-        let mut names: Vec<MpiPlugin> = rd
-            .flatten()
-            .take(4096)
-            .filter_map(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                let t = n.strip_prefix("mpi_")?.strip_suffix(".so")?.to_string();
-                Some(MpiPlugin {
-                    mpi_type: t,
-                    path: e.path(),
-                })
-            })
-            .collect();
-        names.sort_by(|a, b| a.mpi_type.cmp(&b.mpi_type));
-        out.extend(names);
+        if let Ok((names, _)) = list_dir(d) {
+            out.extend(names);
+        }
     }
     out
+}
+
+/// The MPI plugins in one directory, sorted by type (at most 4096 entries read), and whether every
+/// entry read could be (`false`: an entry was skipped, so the list may lack a plugin). `Err`: the
+/// directory cannot be read.
+pub fn list_dir(d: &Path) -> std::io::Result<(Vec<MpiPlugin>, bool)> {
+    let mut complete = true;
+    let mut names: Vec<MpiPlugin> = std::fs::read_dir(d)?
+        .take(4096)
+        .filter_map(|e| {
+            let Ok(e) = e else {
+                complete = false;
+                return None;
+            };
+            let n = e.file_name().to_string_lossy().into_owned();
+            let t = n.strip_prefix("mpi_")?.strip_suffix(".so")?.to_string();
+            Some(MpiPlugin {
+                mpi_type: t,
+                path: e.path(),
+            })
+        })
+        .collect();
+    names.sort_by(|a, b| a.mpi_type.cmp(&b.mpi_type));
+    Ok((names, complete))
 }
 
 /// Paths ld.so.cache (under `etc`) maps `name` to that exist (the cache stores the full path of

@@ -35,37 +35,63 @@ fn entry_name(prefix: &str, path: &Path) -> String {
 
 /// [`mpi::list`] of each directory, kept between runs in [`super::disk_cache`] under the
 /// directory's stat (device, inode, size, mtime and ctime in ns): adding, removing or renaming an
-/// entry changes the directory's mtime and ctime, so a changed listing is a miss. A plugin replaced
-/// in place keeps its name, and its strings are keyed on its own stat ([`scan_cached`]). A
-/// directory changed within the last two seconds is listed but not kept (a file system with
-/// coarse timestamps could change it again under the same stat). Slurm's PluginDir holds about 350
-/// plugins on a Debian node: reading it was the largest part of this family's time.
+/// entry changes the directory's ctime (which, unlike mtime, no tool can set back), so a changed
+/// listing is a miss. A plugin replaced in place keeps its name, and its strings are keyed on its
+/// own stat ([`scan_cached`]). Slurm's PluginDir holds about 350 plugins on a Debian node: reading
+/// it was the largest part of this family's time.
 fn list_cached(dirs: &[PathBuf]) -> Vec<MpiPlugin> {
+    list_cached_at(dirs, std::time::SystemTime::now())
+}
+
+/// Longest listing kept (a bigger one is listed every run; the cache reads at most 64 KiB).
+const MAX_KEPT_LISTING: usize = 32 << 10;
+
+/// [`list_cached`] with the time it is: a listing is kept only when it is sure to be the
+/// directory's as its stat names it: read whole and without error, every name read back to the
+/// same path (UTF-8, no line break, not empty), the directory's stat the same before and after
+/// the reading, and its ctime at least two seconds before `now` (a file system whose timestamps
+/// are coarser than a change could otherwise show the same stat after one).
+fn list_cached_at(dirs: &[PathBuf], now: std::time::SystemTime) -> Vec<MpiPlugin> {
     let mut out = vec![];
     for d in dirs {
-        let one = std::slice::from_ref(d);
         let Some(key) = super::disk_cache::stat_key(d) else {
-            out.extend(mpi::list(one));
+            out.extend(mpi::list(std::slice::from_ref(d)));
             continue;
         };
         let name = entry_name("mpi-list-", d);
         if let Some(v) = super::disk_cache::get(&name, &key, None) {
-            out.extend(v.lines().filter(|t| !t.is_empty()).map(|t| MpiPlugin {
+            out.extend(v.lines().map(|t| MpiPlugin {
                 mpi_type: t.to_string(),
                 path: d.join(format!("mpi_{t}.so")),
             }));
             continue;
         }
-        let listed = mpi::list(one);
-        let settled = std::fs::metadata(d)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age >= std::time::Duration::from_secs(2));
-        // One type a line: a name with a line break in it (never a real plugin) is not kept.
-        if settled && !listed.iter().any(|p| p.mpi_type.contains('\n')) {
-            let types: Vec<&str> = listed.iter().map(|p| p.mpi_type.as_str()).collect();
-            super::disk_cache::put(&name, &key, &types.join("\n"));
+        let Ok((listed, complete)) = mpi::list_dir(d) else {
+            continue;
+        };
+        let text = listed
+            .iter()
+            .map(|p| p.mpi_type.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let faithful = listed.iter().all(|p| {
+            !p.mpi_type.is_empty()
+                && !p.mpi_type.contains(['\n', '\r'])
+                && p.path == d.join(format!("mpi_{}.so", p.mpi_type))
+        });
+        let settled = std::fs::metadata(d).is_ok_and(|m| {
+            let changed = std::time::UNIX_EPOCH
+                + std::time::Duration::new(m.ctime().max(0) as u64, m.ctime_nsec() as u32);
+            now.duration_since(changed)
+                .is_ok_and(|age| age >= std::time::Duration::from_secs(2))
+        });
+        if complete
+            && faithful
+            && settled
+            && text.len() <= MAX_KEPT_LISTING
+            && super::disk_cache::stat_key(d).as_deref() == Some(key.as_str())
+        {
+            super::disk_cache::put(&name, &key, &text);
         }
         out.extend(listed);
     }
@@ -175,12 +201,15 @@ mod tests {
     }
 
     /// A plugin directory's listing is the directory's own, kept or not: kept (as root) once the
-    /// directory has not changed for two seconds, and read again as soon as an entry is added.
+    /// directory's ctime is two seconds old, never when a name would not read back to its path, and
+    /// read again as soon as an entry is added or removed.
     #[test]
     fn a_kept_plugin_listing_follows_the_directory() {
         let d = std::env::temp_dir().join(format!("lg-mpi-list-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir(&d).unwrap();
+        let entry = Path::new(super::super::disk_cache::DIR).join(entry_name("mpi-list-", &d));
+        let _ = std::fs::remove_file(&entry);
         for f in [
             "mpi_pmix.so",
             "mpi_none.so",
@@ -190,39 +219,52 @@ mod tests {
             std::fs::write(d.join(f), b"").unwrap();
         }
         let dirs = vec![d.clone()];
-        let entry = Path::new(super::super::disk_cache::DIR).join(entry_name("mpi-list-", &d));
-        // Just written: listed, not kept.
-        let fresh = list_cached(&dirs);
+        let now = std::time::SystemTime::now;
+        let later = || now() + std::time::Duration::from_secs(60);
+        let root = nix::unistd::geteuid().is_root();
+        // Just changed: listed, not kept.
+        let fresh = list_cached_at(&dirs, now());
         assert_eq!(types(&fresh), ["none", "pmix", "pmix_v5"]);
         assert_eq!(fresh[1].path, d.join("mpi_pmix.so"));
         assert!(!entry.exists(), "a directory changed just now is not kept");
-        // Settled (mtime a minute back): kept as root, and what is read back is the same list.
-        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-        let settle = || std::fs::File::open(&d).unwrap().set_modified(past).unwrap();
-        settle();
-        assert_eq!(list_cached(&dirs), fresh);
-        if nix::unistd::geteuid().is_root() {
-            assert!(entry.exists(), "a settled directory's listing is kept");
-            assert_eq!(list_cached(&dirs), fresh, "the kept listing");
-        }
-        // A plugin added: the directory's stat changed, so the kept listing is not used.
-        std::fs::write(d.join("mpi_pmi2.so"), b"").unwrap();
-        settle();
+        // A minute on: kept as root, and what is read back is the same list.
+        assert_eq!(list_cached_at(&dirs, later()), fresh);
         assert_eq!(
-            types(&list_cached(&dirs)),
-            ["none", "pmi2", "pmix", "pmix_v5"]
+            entry.exists(),
+            root,
+            "a settled directory's listing is kept as root"
         );
+        assert_eq!(list_cached_at(&dirs, later()), fresh, "the kept listing");
+        // A plugin added, then one removed: each is a miss. A real change comes at least two seconds
+        // after the kept stat (nothing younger is kept), so its times differ from it even where the
+        // file system's timestamps are coarse; here `later` is faked, so each change also sets the
+        // directory's mtime to a time of its own.
+        let stamp = |secs: u64| {
+            std::fs::File::open(&d)
+                .unwrap()
+                .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+                .unwrap()
+        };
+        std::fs::write(d.join("mpi_pmi2.so"), b"").unwrap();
+        stamp(1_000_000);
+        let added = list_cached_at(&dirs, later());
+        assert_eq!(types(&added), ["none", "pmi2", "pmix", "pmix_v5"]);
         std::fs::remove_file(d.join("mpi_pmix_v5.so")).unwrap();
-        assert_eq!(types(&list_cached(&dirs)), ["none", "pmi2", "pmix"]);
-        // A name with a line break (the entry's separator) is listed but never kept.
-        let _ = std::fs::remove_file(&entry);
-        std::fs::write(d.join("mpi_x\ny.so"), b"").unwrap();
-        settle();
-        assert_eq!(types(&list_cached(&dirs)), ["none", "pmi2", "pmix", "x\ny"]);
-        assert!(
-            !entry.exists(),
-            "a listing with a line break in a name is not kept"
+        stamp(2_000_000);
+        assert_eq!(
+            types(&list_cached_at(&dirs, later())),
+            ["none", "pmi2", "pmix"]
         );
+        // Names that would not read back as listed (a line break, an empty type) are never kept.
+        for odd in ["mpi_x\ny.so", "mpi_.so"] {
+            let _ = std::fs::remove_file(&entry);
+            std::fs::write(d.join(odd), b"").unwrap();
+            stamp(3_000_000 + odd.len() as u64);
+            let got = list_cached_at(&dirs, later());
+            assert!(got.iter().any(|p| p.path == d.join(odd)), "{odd} is listed");
+            assert!(!entry.exists(), "a listing with {odd:?} is not kept");
+            std::fs::remove_file(d.join(odd)).unwrap();
+        }
         let _ = std::fs::remove_file(&entry);
         std::fs::remove_dir_all(&d).unwrap();
     }
