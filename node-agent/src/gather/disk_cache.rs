@@ -31,8 +31,12 @@ const MAX_ENTRY: u64 = 64 << 10;
 /// The stat of `path` as a cache key part: `path dev ino size mtime_ns ctime_ns`; `None` when it
 /// cannot be stat'ed.
 pub fn stat_key(path: &Path) -> Option<String> {
-    let m = std::fs::metadata(path).ok()?;
-    Some(format!(
+    Some(stat_key_of(path, &std::fs::metadata(path).ok()?))
+}
+
+/// [`stat_key`] from a stat the caller already has (`m`, the metadata of `path`).
+pub fn stat_key_of(path: &Path, m: &std::fs::Metadata) -> String {
+    format!(
         "{} {} {} {} {}.{} {}.{}",
         path.display(),
         m.dev(),
@@ -42,7 +46,21 @@ pub fn stat_key(path: &Path) -> Option<String> {
         m.mtime_nsec(),
         m.ctime(),
         m.ctime_nsec()
-    ))
+    )
+}
+
+/// `text` made fit for an entry's file name: letters, digits, `.` and `_` kept, every other
+/// character `-`.
+pub fn name_part(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// The cached answer for `name` when it was stored under exactly `key` and, with `max_age`, is

@@ -345,20 +345,14 @@ fn identify(so: &Path) -> String {
 /// its whole path (two plugins of one name in two directories get two entries).
 fn cache_name(so: &Path) -> String {
     use sha2::{Digest, Sha256};
-    let base: String = so
+    let name: String = so
         .file_name()
         .unwrap_or_default()
         .to_string_lossy()
         .chars()
         .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
         .collect();
+    let base = disk_cache::name_part(&name);
     let h = Sha256::digest(so.as_os_str().as_encoded_bytes());
     format!(
         "plugstack-so-{base}-{:x}",

@@ -24,13 +24,12 @@ pub fn plugin_dirs(ctx: &Ctx, conf: Option<&SlurmConf>) -> Vec<PathBuf> {
     mpi::plugin_dirs(conf.and_then(|c| c.get("PluginDir")))
 }
 
-/// A name for a cache entry about `path`: its bytes other than letters, digits, `.` and `_` as `-`.
+/// A name for a cache entry about `path`: `prefix` and the path made fit for a file name.
 fn entry_name(prefix: &str, path: &Path) -> String {
-    let p = path.to_string_lossy().replace(
-        |c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '_',
-        "-",
-    );
-    format!("{prefix}{p}")
+    format!(
+        "{prefix}{}",
+        super::disk_cache::name_part(&path.to_string_lossy())
+    )
 }
 
 /// [`mpi::list`] of each directory, kept between runs in [`super::disk_cache`] under the
@@ -79,18 +78,16 @@ fn list_cached_at(dirs: &[PathBuf], now: std::time::SystemTime) -> Vec<MpiPlugin
                 && !p.mpi_type.contains(['\n', '\r'])
                 && p.path == d.join(format!("mpi_{}.so", p.mpi_type))
         });
+        // One stat after the reading: unchanged since the key was taken, and changed long enough ago.
         let settled = std::fs::metadata(d).is_ok_and(|m| {
             let changed = std::time::UNIX_EPOCH
                 + std::time::Duration::new(m.ctime().max(0) as u64, m.ctime_nsec() as u32);
-            now.duration_since(changed)
-                .is_ok_and(|age| age >= std::time::Duration::from_secs(2))
+            super::disk_cache::stat_key_of(d, &m) == key
+                && now
+                    .duration_since(changed)
+                    .is_ok_and(|age| age >= std::time::Duration::from_secs(2))
         });
-        if complete
-            && faithful
-            && settled
-            && text.len() <= MAX_KEPT_LISTING
-            && super::disk_cache::stat_key(d).as_deref() == Some(key.as_str())
-        {
+        if complete && faithful && settled && text.len() <= MAX_KEPT_LISTING {
             super::disk_cache::put(&name, &key, &text);
         }
         out.extend(listed);
