@@ -2,8 +2,9 @@
 //! `NCCL WARN NET/OFI …`) beyond those the shared table in [`crate::warn_rules`] explains, as data:
 //! GPU-initiated networking (GIN) set-up, GDRCopy, GDAKI capability, the in-memory topology file,
 //! the EC2 platform lookup, rails that differ between peers, exhausted connection IDs and
-//! memory-registration keys, OFI_NCCL_ABORT_ON_ERROR, and the teardown notes that are harmless;
-//! and the plugin's WARNs that only relay the WARN before them ([`FOLLOW_ON`], explained by the
+//! memory-registration keys, OFI_NCCL_ABORT_ON_ERROR, the teardown notes that are harmless, and the
+//! plugin's own consistency checks (`nccl.ofi.internal_error`, the counterpart of NCCL's
+//! `nccl.internal_error`); and the plugin's WARNs that only relay the WARN before them ([`FOLLOW_ON`], explained by the
 //! shared `nccl.follow_on`). A rule here matches only a message that starts with `NET/OFI ` (the
 //! plugin's prefix), and [`crate::warn_causes::explain`] consults this table after the shared one,
 //! so the shared rules keep their lines.
@@ -226,6 +227,99 @@ pub const RULES: &[WarnRule] = &[
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Finalizing already finalized plugin",
         ],
         counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI Closing send_comm 0x7f00aa with inflight requests. Invalidating domain"],
+    },
+    WarnRule {
+        id: "nccl.ofi.internal_error",
+        severity: Severity::Warning,
+        none: &[],
+        any: &[
+            // arguments, handles, requests, messages and communicators in a state the plugin does not expect
+            "Adding cleanup function failed", "Assigning device", "Attempt to insert duplicate id",
+            "Bridge is missing attribute struct", "Called get_conn_resp_msg on send_connector before connection complete",
+            "Called iread on inactive communicator", "Called irecv on inactive communicator",
+            "Called isend on inactive communicator", "Called iwrite on inactive communicator", "Can not support more than",
+            "Completion with unexpected NULL op_context",
+            "Conn response request is not initialized. Call set_conn_resp_msg_data() first.",
+            "Could not compile platform_type regex for", "Could not set registration request attributes, dev:",
+            "Duplicate request in message buffer for msg", "Entry already exists for input (", "Error accessing device",
+            "Error accessing endpoint. Endpoint has not been initialized.",
+            "Error accessing libfabric NIC info. info has not been set.",
+            "Error accessing plugin. Plugin has not been initialized yet.",
+            "Error occurred while forming the complete topology XML file path. RC:", "Error preparing topology file name",
+            "Expected initialized topology", "Expected topology node to be a PCI device or bridge",
+            "Failed to access user data of data_iter", "Failed to copy ctrl data",
+            "Failed to create device property path for property", "Failed to create device rail array from NIC info list",
+            "Failed to determine device property path length of property", "Failed to find callback for id",
+            "Failed to get rx_key", "Failed to get system page size (", "Failed to get tuner parameters for model.",
+            "Failed to increase completion count for eager send request", "Failed to insert address in new endpoint",
+            "Failed to insert new endpoint", "Failed to retrieve attributes from hwloc topology node",
+            "Failed to set NCCL_PROTO:", "Invalid Device Interface", "Invalid NCCL OFI topology",
+            "Invalid argument: NULL pointer detected", "Invalid buffer type provided:", "Invalid comm object provided",
+            "Invalid communicator object provided", "Invalid device index", "Invalid device provided",
+            "Invalid endpoint provided", "Invalid hwloc object attribute pointer. Expected pointer to pcidev, but got NULL",
+            "Invalid listen communicator provided", "Invalid memory handle provided", "Invalid non-rx_buff request as ctx!",
+            "Invalid num_devices pointer", "Invalid number of control rails. Expected at least one rail",
+            "Invalid number of rails. Expected at least one rail", "Invalid number of receives:",
+            "Invalid request context provided", "Invalid request provided", "Invalid result of msgbuff_complete for msg",
+            "Invalid schedule for outgoing control message. Expected one rail, but got",
+            "Invalid state of receive communicator object:", "Invalid state of topology. This state should not be reached.",
+            "Invalid topology", "Invalid type in msg buff", "Invalid user data pointer",
+            "MR cache: initial number of entries must be positive", "MR cache: page size must be positive",
+            "Memory handles array is NULL", "Memory registration may not have completed.", "Mutex initialization failed:",
+            "No ctrl msg entry found for tag", "No info list provided", "Provided handle is NULL", "Provided handle is nullptr",
+            "Provided null request for cleanup", "RDMA write buffers should be pre-registered", "RECV event had NULL ctx!",
+            "Received an invalid communicator ID", "Received eager message for non-existent r_comm (",
+            "Received error entry without a context.", "Received write-immediate message for non-existent r_comm (",
+            "Recv completion with unexpected type", "Regex match failed", "Request for group flush size of", "Schedule for req",
+            "Unable to configure invalid endpoint", "Unable to insert local address into address vector for device",
+            "Unable to retrieve next NIC info list from topology", "Unexpected communicator type. Communicator type:",
+            "Unexpected completion flags 0x", "Unexpected result of nccl_ofi_msgbuff_insert for msg",
+            "Unexpected result of nccl_ofi_msgbuff_replace for msg", "Unexpected status (", "Unexpected topo group size of",
+            "Unexpected transaction direction. Transaction direction:", "Unexpected type (", "after get() called.",
+            "do not match.  Aborting reorder.", "does not have valid free list", "elem is NULL", "from unexpected request type",
+            "gdr_unpin_buffer failed:", "has invalid status.", "is larger than supplied buffer length", "ncclGetVersion returned",
+            "object already has an active send communicator (", "option failed after succeeding during initialization",
+            "out of range (max:", "pthread_mutex_init failed:", "pthread_once failed:",
+            "recv_segms requests are never directly posted", "unknown transport", "used before initialized",
+            // its own pools and queues
+            " is full", "Cannot allocate an ID from a 0-sized pool", "Could not create eager header freelist for dev",
+            "Freelist not allocated", "Receiver eager queue full",
+            // the device-initiated (GIN) paths: signals, memory keys, peer addresses and IDs
+            "Attempted to deregister NULL memory region handle", "Could not set registration request attributes, dev:",
+            "Error accessing device", "Error accessing plugin: plugin has not been initialized.",
+            "Failed to find rank for src addr", "Failed to insert duplicate comm_id", "GIN listen: ctx is NULL",
+            "Invalid comm_id", "Invalid duplicate address", "Invalid request context provided", "Invalid type:",
+            "Is the address vector using FI_AV_TABLE?", "Memory registration key is not available",
+            "Only support signal add/increment", "Unknown GIN message type", "but existing registration has size",
+            "gin GDAKI: createContext received NULL argument", "gin GDAKI: createContext_v14 received NULL config",
+            "gin GDAKI: regMrSym rail", "not found in MR handle map", "not found or out of range)", "out of range for MR of size",
+            "outside MR range",
+            // the plugin statistics (histograms)
+            "Cannot aggregate histogram", "Cannot print histograms, invalid print format or internal error",
+            "Cannot register histogram", "failed to clone first histogram for aggregation",
+            "failed to clone histogram for aggregation",
+            // releasing what it holds (teardown)
+            "Attempted to free an ID that's not in use (", "Cannot free an ID from a 0-sized pool",
+            "Did not find entry to delete", "Error retrieving MR key, leaking key", "Failed to close device property file",
+            "Received close message for non-existent send comm id", "Unable to deallocate MR buffer(",
+            "Unable to deallocate flush buffer (", "Unable to unmap MR buffer (", "ep was already closed", "gdr_unmap failed:",
+            "pthread_mutex_destroy failed:", "rdma endpoint destructor: destroying pending_reqs_lock mutex failed, rc",
+            "rdma endpoint destructor: tearing down freelists failed, rc",
+        ],
+        what: "aws-ofi-nccl's own consistency check failed",
+        why: "the plugin checks its own state (a null argument or handle, a request, message, communicator or ID it does not expect, an index or size out of range, its view of the PCI topology) and the calls that fail only when something else already broke (a mutex, an unmap or close while tearing down), and this WARN names no setting or fault: most often it follows an earlier failure that left that state broken, else NCCL and the plugin do not match (an aws-ofi-nccl built for another NCCL than the one the job loads, typically the host's plugin under a container image's newer NCCL), else it is a defect of this plugin release",
+        fix: "read the first NET/OFI or NCCL WARN of every rank (an earlier failure names the cause), use the aws-ofi-nccl release made for the job's NCCL (the plugin's release notes name the NCCL releases it supports) from the same source as that NCCL, and if it remains, rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and report that log on the aws-ofi-nccl issue tracker",
+        checks: &[],
+        examples: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Invalid request provided",
+            "gpu-b:7711:7790 [1] NCCL WARN NET/OFI Called isend on inactive communicator",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Did not find entry to delete",
+            "gpu-b:7711:7790 [3] NCCL WARN NET/OFI Signal offset 4096 out of range for MR of size 2048",
+        ],
+        counter: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed call to post_rx_buffer: -5",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI No IDs available (max: 32768)",
+        ],
     },
 ];
 

@@ -684,9 +684,14 @@ pub const FOLLOW_ON: &[&str] = &[
 ];
 
 /// The rules that explain a WARN by the failure before it (`nccl.follow_on`) or as NCCL's own
-/// consistency check (`nccl.internal_error`): next to a WARN another rule explains, their findings
-/// add nothing and are left out (that rule names the cause).
-pub const RELAYS: &[&str] = &["nccl.follow_on", "nccl.internal_error"];
+/// consistency check (`nccl.internal_error`, aws-ofi-nccl's `nccl.ofi.internal_error`): next to a
+/// WARN another rule explains, their findings add nothing and are left out (that rule names the
+/// cause).
+pub const RELAYS: &[&str] = &[
+    "nccl.follow_on",
+    "nccl.internal_error",
+    "nccl.ofi.internal_error",
+];
 
 /// Whether `msg` is one of the [`FOLLOW_ON`] WARNs.
 pub fn is_follow_on(msg: &str) -> bool {

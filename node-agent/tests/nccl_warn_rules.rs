@@ -148,18 +148,31 @@ fn lines_without_the_info_token_read_as_an_nccl_log_in_both_commands() {
     assert_eq!(verdict, "unreadable");
 }
 
-/// A WARN that only relays an earlier failure (`nccl.follow_on`), or NCCL's own consistency check
-/// (`nccl.internal_error`), is named alone (not the generic `nccl.warn`), and is left out next to
-/// the WARN whose rule names the cause, in both commands.
+/// A WARN that only relays an earlier failure (`nccl.follow_on`), or NCCL's or aws-ofi-nccl's own
+/// consistency check (`nccl.internal_error`, `nccl.ofi.internal_error`), is named alone (not the
+/// generic `nccl.warn`), and is left out next to the WARN whose rule names the cause, in both
+/// commands.
 #[test]
 fn relay_warns_are_named_alone_and_left_out_next_to_a_cause() {
     let relay = "gpu-a:4101:4190 [0] proxy.cc:1734 NCCL WARN [Proxy Service 0] Failed to execute operation Connect from rank 1, retcode 3\n";
     let internal =
         "gpu-a:4101:4190 [0] socket.cc:395 NCCL WARN ncclSocketListen: pass NULL socket\n";
+    let ofi_internal =
+        "gpu-a:4101:4190 [0] NCCL WARN NET/OFI Called irecv on inactive communicator\n";
     let cause = "gpu-a:4101:4190 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory\n";
     for (i, (text, want, not)) in [
         (relay.to_string(), "nccl.follow_on", "nccl.warn"),
         (internal.to_string(), "nccl.internal_error", "nccl.warn"),
+        (
+            ofi_internal.to_string(),
+            "nccl.ofi.internal_error",
+            "nccl.warn",
+        ),
+        (
+            format!("{ofi_internal}{cause}"),
+            "nccl.memlock",
+            "nccl.ofi.internal_error",
+        ),
         (
             format!("{cause}{relay}{internal}"),
             "nccl.memlock",
@@ -180,12 +193,13 @@ fn relay_warns_are_named_alone_and_left_out_next_to_a_cause() {
             assert!(ids.iter().any(|x| x == want), "{text}: {ids:?}");
             assert!(!ids.iter().any(|x| x == not), "{text}: {ids:?}");
         }
-        if i >= 2 {
+        if i >= 3 {
             for ids in [&e, &n] {
                 assert!(
                     !ids.iter().any(|x| x == "nccl.warn"
                         || x == "nccl.follow_on"
-                        || x == "nccl.internal_error"),
+                        || x == "nccl.internal_error"
+                        || x == "nccl.ofi.internal_error"),
                     "{text}: {ids:?}"
                 );
             }
