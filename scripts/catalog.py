@@ -10,7 +10,8 @@ output (none of them is committed here; take them from their public repositories
     pyxis         slurm_error / slurm_spank_log / slurm_info in *.c
     enroot        common::err and `common::log WARN` in the shell sources, err/errx/warn/warnx in bin/*.c
     nccl          WARN( in src/ (NCCL's own plugins included)
-    aws-ofi-nccl  NCCL_OFI_WARN(
+    aws-ofi-nccl  NCCL_OFI_WARN(, and the texts its C++ throws (`throw std::runtime_error("...")`),
+                  which the plugin's catch sites WARN (`Caught exception in plugin init: %s`)
     munge         log_err / log_errno
     slurm         error( / fatal( under src/
 
@@ -190,6 +191,51 @@ def c_calls(path, calls, fmt_index):
         yield text.count("\n", 0, m.start()) + 1, m.group(1), t, args[idx + 1:]
 
 
+def cxx_throws(path):
+    """The texts `throw std::runtime_error(...)` (or another std exception) gives in a C++ file: its
+    literals, with `%s` for each part built at run time (`"fi_getname failed: " + fi_strerror(-rc)`);
+    a text with no literal at all is skipped."""
+    text = open(path, errors="replace").read()
+    for m in re.finditer(r"\bthrow\s+std::\w+\s*\(", text):
+        args = c_args(text, m.end())
+        if not args or not args[0]:
+            continue
+        parts, depth, cur = [], 0, []
+        a = args[0]
+        j = 0
+        while j < len(a):  # split the first argument at its top-level '+'
+            ch = a[j]
+            if ch == '"':
+                k = j + 1
+                while k < len(a) and a[k] != '"':
+                    k += 2 if a[k] == "\\" else 1
+                cur.append(a[j:k + 1])
+                j = k + 1
+                continue
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == "+" and depth == 0:
+                parts.append("".join(cur).strip())
+                cur = []
+                j += 1
+                continue
+            cur.append(ch)
+            j += 1
+        parts.append("".join(cur).strip())
+        out, lit = [], False
+        for part in parts:
+            t = c_literal(part)
+            if t is None:
+                out.append("%s")
+            else:
+                out.append(t.replace("%", "%%"))
+                lit = True
+        if lit:
+            yield "".join(out)
+
+
 def sh_calls(path):
     """(line, level, template, []) for enroot's common::err "..." and common::log WARN "..."."""
     text = open(path, errors="replace").read()
@@ -246,6 +292,11 @@ def extract(tree, kind):
         for p in files(tree, (".cpp", ".c", ".h"), ""):
             for _, _, t, args in c_calls(p, ["NCCL_OFI_WARN"], lambda c: 0):
                 add(p, "warn", t, args)
+            # The C++ parts throw: the plugin's entry points catch the exception and WARN its text
+            # (`Caught exception in plugin init: %s`, listen, connect, accept, GIN's), so each
+            # thrown text is a message of its own.
+            for t in cxx_throws(p):
+                add(p, "throw", t, [])
     elif kind == "munge":
         for p in files(tree, (".c",), "src"):
             for _, call, t, args in c_calls(p, ["log_err", "log_errno"], lambda c: 2):
@@ -368,12 +419,30 @@ def framed(kind, rel, level, template, args, values=()):
     if kind == "nccl":
         return "node1:12345:12400 [0] NCCL WARN " + msg
     if kind == "aws-ofi-nccl":
+        if level == "throw":
+            msg = ofi_catcher(rel) + msg
         return "node1:12345:12400 [0] NCCL WARN NET/OFI " + msg
     if kind == "munge":
         return "munged: Error: " + msg
     if kind == "slurm":
         return "slurmstepd: %s: %s" % ("fatal" if level == "fatal" else "error", msg)
     return msg
+
+
+def ofi_catcher(rel):
+    """The WARN of aws-ofi-nccl 1.21 that prints an exception thrown in file `rel` (the `catch` that
+    reaches it first): GDRCopy's loader, GDAKI's context, GIN's other resources, the message buffer,
+    else the plugin's entry points (init, listen, connect, accept: shown as init)."""
+    name = os.path.basename(rel)
+    if name == "nccl_ofi_gdrcopy.cpp":
+        return "Failed to initialize GDRCopy: "
+    if "gin_gdaki" in name:
+        return "gin GDAKI: createContext failed: "
+    if "/gin/" in rel:
+        return "Caught exception in GIN connect: "
+    if name == "nccl_ofi_msgbuff.cpp":
+        return "Failed to allocate and initialize message buffer: "
+    return "Caught exception in plugin init: "
 
 
 def area(kind, rel):

@@ -34,6 +34,11 @@ pub const RULES: &[WarnRule] = &[
             "GIN only supports RDMA transport protocol",
             "GIN plugin does not support FI_MR_ENDPOINT",
             "Endpoint MR mode is not supported yet",
+            // thrown while GIN sets up its own endpoint (printed as `Caught exception in GIN connect: ...`)
+            "No providers available for GIN",
+            "fi_getinfo for GIN failed",
+            "Provider does not support FI_RX_CQ_DATA",
+            "Provider does not support cq_data_size",
         ],
         what: "the program asked for NCCL's GPU-initiated networking (GIN) and aws-ofi-nccl refused it",
         why: "aws-ofi-nccl serves GIN only while it is NCCL's active network plugin, with its RDMA protocol, on a provider with one memory key per registration (EFA): NCCL_NET naming another transport (Socket, IB), OFI_NCCL_PROTOCOL=SENDRECV, or FI_PROVIDER choosing a provider that binds memory to endpoints each stops it",
@@ -43,8 +48,12 @@ pub const RULES: &[WarnRule] = &[
             "gpu-b:7711:7790 [2] NCCL WARN NET/OFI RMA write_inline operations are not supported for SendRecv protocol",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin: OFI NET plugin has not been initialized. GIN requires the OFI NET plugin to be active.",
             "gpu-b:7711:7790 [3] NCCL WARN NET/OFI GIN only supports RDMA transport protocol.",
+            "gpu-b:7711:7790 [1] NCCL WARN NET/OFI Caught exception in GIN connect: No providers available for GIN",
         ],
-        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI GIN listen: ctx is NULL"],
+        counter: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI GIN listen: ctx is NULL",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Caught exception in GIN connect: Unexpectedly got more than one GIN provider",
+        ],
     },
     WarnRule {
         id: "nccl.ofi.gdrcopy",
@@ -73,6 +82,13 @@ pub const RULES: &[WarnRule] = &[
             "createContext on a non-GDA-capable environment",
             "GDAKI: not supported on this platform",
             "fi_open_ops FI_EFA_GDA_OPS on rail",
+            // thrown while the GDAKI context is built (printed as `gin GDAKI: createContext failed: ...`)
+            "returned no GDAKI providers",
+            "fi_getinfo for GDAKI info failed",
+            "get_dma_buf_fd failed",
+            "efa_cuda_create_qp failed",
+            "efa_cuda_create_cq failed",
+            "host_register_iomem failed",
         ],
         what: "NCCL asked aws-ofi-nccl for GPU-direct async networking (GDAKI) on a node that cannot give it",
         why: "GDAKI lets the GPU drive the EFA device itself: it needs the EFA provider with its efa-direct fabric, libfabric 2.5 or newer at run time (an older EFA installer, or an older libfabric first on LD_LIBRARY_PATH inside the container) and DMA-BUF export of GPU memory (the open NVIDIA kernel modules)",
@@ -81,8 +97,12 @@ pub const RULES: &[WarnRule] = &[
         examples: &[
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext on a non-GDA-capable environment (requires an EFA provider, runtime libfabric >= 2.5, and viable DMA-BUF); GDAKI is unavailable here",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: fi_open_ops FI_EFA_GDA_OPS on rail 2 failed: Function not implemented",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext failed: fi_getinfo returned no GDAKI providers",
         ],
-        counter: &["gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext received NULL argument"],
+        counter: &[
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext received NULL argument",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI gin GDAKI: createContext failed: gdaki_fi_endpoint: double open",
+        ],
     },
     WarnRule {
         id: "nccl.ofi.plugin_older_than_nccl",
@@ -305,6 +325,14 @@ pub const RULES: &[WarnRule] = &[
             "Unable to deallocate flush buffer (", "Unable to unmap MR buffer (", "ep was already closed", "gdr_unmap failed:",
             "pthread_mutex_destroy failed:", "rdma endpoint destructor: destroying pending_reqs_lock mutex failed, rc",
             "rdma endpoint destructor: tearing down freelists failed, rc",
+            // texts it throws, printed by the WARN that catches them (`Caught exception in plugin init: ...`)
+            "called after environ frozen", "commit before allocate", "double build", "double map", "double open",
+            "domain is null", "fi_info is null", "get_device returned null", "reports zero rails", "sq_size is zero",
+            "hints were not narrow enough", "got more than one GIN provider", "Failed to find comm_id",
+            "Failed to insert comm_id", "Failed to remove comm_id", "Failed to find rank", "Tried to free out of range ID value",
+            "Attempted to free an ID that", "Invalid msgbuff parameters", "duplicate id insert",
+            "constructor: mutex initialization failed", "constructor: invalid device provided", "MR key config parse failed",
+            "invalid size for mr keypool", "constructor: invalid topo group size",
         ],
         what: "aws-ofi-nccl's own consistency check failed",
         why: "the plugin checks its own state (a null argument or handle, a request, message, communicator or ID it does not expect, an index or size out of range, its view of the PCI topology) and the calls that fail only when something else already broke (a mutex, an unmap or close while tearing down), and this WARN names no setting or fault: most often it follows an earlier failure that left that state broken, else NCCL and the plugin do not match (an aws-ofi-nccl built for another NCCL than the one the job loads, typically the host's plugin under a container image's newer NCCL), else it is a defect of this plugin release",
@@ -315,6 +343,7 @@ pub const RULES: &[WarnRule] = &[
             "gpu-b:7711:7790 [1] NCCL WARN NET/OFI Called isend on inactive communicator",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Did not find entry to delete",
             "gpu-b:7711:7790 [3] NCCL WARN NET/OFI Signal offset 4096 out of range for MR of size 2048",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Caught exception in plugin init: rdma plugin constructor: invalid topo group size",
         ],
         counter: &[
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed call to post_rx_buffer: -5",
@@ -386,6 +415,7 @@ pub const FOLLOW_ON: Relays = Relays {
         "Unexpected failure setting max_msg_size ",
         "lookup of rail for index ",
         "Failed to group NICs",
+        "plugin constructor: NIC grouping failed",
         // GPU-initiated networking (the all-gather, CQ read, signal lookup or CUDA call WARNs first)
         "Failed to exchange connect metadata: ",
         "bootstrap allgather send reg failed",

@@ -115,7 +115,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.gdr_unavailable",
         severity: Severity::NoGo,
-        none: &[],
+        none: &["Failed to initialize GDRCopy"],
         any: &[
             "Unable to retrieve flush buffer fd",
             "Peermem is not supported", "requires DMABUF support", "GDR support reported to NCCL but then couldn't be configured",
@@ -131,7 +131,10 @@ pub const RULES: &[WarnRule] = &[
             "gpu-a:4101:4190 [0] NCCL WARN Unable to use GIN: Peermem is not supported, and device 0 does not support DMA-BUF.",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI GDR support reported to NCCL but then couldn't be configured on an endpoint.  Cannot continue.",
         ],
-        counter: &["gpu-a:4101:4190 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"],
+        counter: &[
+            "gpu-a:4101:4190 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to initialize GDRCopy: Failed to resolve libgdrapi.so symbol(s)",
+        ],
     },
     WarnRule {
         id: "nccl.ib_device",
@@ -453,7 +456,7 @@ pub const RULES: &[WarnRule] = &[
             "Could not find node of type", "Could not find gpu rank", "could not find DEV for GPU", "Add NVLink error : could not find GPU",
             "could not find PCI SW", "Failed to find reverse path", "Could not find intermediate GPU", "No path computed",
             "not found in the list of system hostHashes", "system node not found in XML", "Can't find busId", "Couldn't generate unique busId",
-            "Failed to create NCCL OFI topology", "Failed to populate topology", "Topology reported unexpected number of devices",
+            "Failed to create NCCL OFI topology", "Failed to populate topology", "Topology reported unexpected number of devices", "plugin constructor: invalid number of devices",
             "Unable to load hardware topology", "Unable to initialize hardware topology", "hwloc failed detecting PCI NIC info",
             "Failed to retrieve PCI attributes from NIC", "Failed to retrieve PCI speed and width", "Failed to open device property file",
             "Failed to read device property file", "Unknown link width", "Unknown link speed", "Unable to convert link width",
@@ -471,11 +474,11 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.host_alloc_failed",
         severity: Severity::NoGo,
-        none: &["virtual devices", "MR key", "flush buffer"],
+        none: &["virtual devices", "MR key", "flush buffer", "Invalid msgbuff parameters"],
         any: &[
             "Unable to map MR buffer", "pciPath: Allocation failure", "path malloc failed",
             "Failed to allocate", "Unable to allocate", "allocation failed", "Allocation of fi_info failed", "Could not allocate new",
-            "Couldn't allocate send", "Couldn't allocate listen_comm", "calloc failure", "Could not extend freelist",
+            "Couldn't allocate send", "Couldn't allocate listen_comm", "calloc failure", "calloc failed", "calloc ncclNetDeviceHandle failed", "Could not extend freelist",
             "Allocating initial freelist entries failed", "Unable to (re)allocate", "Unable to duplicate", "Failed to duplicate",
             "fi_dupinfo failed", "Error creating duplicate info", "Could not create user data vector", "failed to allocate ctx",
             "calloc for mr_handle array block failed",
@@ -490,7 +493,10 @@ pub const RULES: &[WarnRule] = &[
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to allocate freelist block metadata",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI DUP_CONNS fi_dupinfo failed.",
         ],
-        counter: &["gpu-a:4101:4190 [0] NCCL WARN NET/IB : Cannot allocate any more virtual devices (16)"],
+        counter: &[
+            "gpu-a:4101:4190 [0] NCCL WARN NET/IB : Cannot allocate any more virtual devices (16)",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed to allocate and initialize message buffer: Invalid msgbuff parameters: max_inprogress=256 bit_width=4",
+        ],
     },
     WarnRule {
         id: "nccl.env_ignored",
@@ -515,7 +521,7 @@ pub const RULES: &[WarnRule] = &[
         severity: Severity::NoGo,
         none: &[],
         any: &[
-            "Please specify a valid NCCL_NET_FORCE_MERGE", "Tried to merge too many NICs", "TOPO/NET : Only matched", "Specified fused NIC",
+            "Please specify a valid NCCL_NET_FORCE_MERGE", "invalid forced rails", "Tried to merge too many NICs", "TOPO/NET : Only matched", "Specified fused NIC",
             "Fusing NET devices from different NUMA", "NCCL_IB_SUBNET_PREFIX_LEN", "has invalid value", "NCCL_NVLS_ENABLE has been set",
             "Unrecognized prefix token", "Unrecognized element token", "All entries except the first must have a prefix",
             "set to invalid value", "Invalid value for", "configuration of EARLY_COMPLETION", "NCCL_OFI_NIC_DUP_CONNS set on platform",
