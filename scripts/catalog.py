@@ -194,14 +194,17 @@ def c_calls(path, calls, fmt_index):
 def cxx_throws(path):
     """The texts `throw std::runtime_error(...)` (or another std exception) gives in a C++ file: its
     literals, with `%s` for each part built at run time (`"fi_getname failed: " + fi_strerror(-rc)`);
-    a text with no literal at all is skipped."""
+    for `std::system_error(code, category, what)` the last argument and `: %s` (the error's text it
+    appends). A text with no literal at all is skipped, and so is `throw new ...` (a pointer: no
+    handler or terminate message prints a text for it)."""
     text = open(path, errors="replace").read()
-    for m in re.finditer(r"\bthrow\s+std::\w+\s*\(", text):
+    for m in re.finditer(r"\bthrow\s+std::(\w+)\s*\(", text):
         args = c_args(text, m.end())
         if not args or not args[0]:
             continue
+        system = m.group(1) == "system_error"
         parts, depth, cur = [], 0, []
-        a = args[0]
+        a = args[-1] if system else args[0]
         j = 0
         while j < len(a):  # split the first argument at its top-level '+'
             ch = a[j]
@@ -233,7 +236,7 @@ def cxx_throws(path):
                 out.append(t.replace("%", "%%"))
                 lit = True
         if lit:
-            yield "".join(out)
+            yield "".join(out) + (": %s" if system else "")
 
 
 def sh_calls(path):
@@ -431,9 +434,18 @@ def framed(kind, rel, level, template, args, values=()):
 
 def ofi_catcher(rel):
     """The WARN of aws-ofi-nccl 1.21 that prints an exception thrown in file `rel` (the `catch` that
-    reaches it first): GDRCopy's loader, GDAKI's context, GIN's other resources, the message buffer,
-    else the plugin's entry points (init, listen, connect, accept: shown as init)."""
+    reaches it first, read in 1.21.1): the connection manager's connect, the RDMA and SENDRECV
+    protocols' init (at start; their endpoints are built again at listen and connect), GDRCopy's
+    loader, GDAKI's context, GIN's other resources, the message buffer, else the plugin's entry
+    points (init, listen, connect, accept: shown as init). A text thrown where no catch reaches it
+    (a call NCCL makes after start) ends the process with libstdc++'s `terminate called after
+    throwing` and `what():` lines instead: its triage row says so."""
     name = os.path.basename(rel)
+    if rel.startswith("src/cm/"):
+        return "CM connect failed: "
+    if name in ("nccl_ofi_rdma.cpp", "nccl_ofi_sendrecv.cpp"):
+        # at start, the protocol's init catches its constructors first (listen and connect later)
+        return "Caught exception in %s_init: " % name[len("nccl_ofi_"):-len(".cpp")]
     if name == "nccl_ofi_gdrcopy.cpp":
         return "Failed to initialize GDRCopy: "
     if "gin_gdaki" in name:

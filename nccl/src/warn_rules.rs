@@ -169,13 +169,13 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.ofi_transfer_failed",
         severity: Severity::NoGo,
-        none: &[],
+        none: &["duplicate id insert", "OFI_NCCL_CM_NUM_RX_BUFFERS"],
         any: &[
             "Failed to post recv. RC", "Failed to post ACK send. RC", "Failed call to fi_writemsg", "fi_sendmsg failed with RC", "Failed call to fi_read;",
             "fi_read iget failed", "fi_read iflush failed",
             "completed with error", "Unable to read from fi_cq_readerr", "Unable to retrieve completion queue entries", "Error posting RDMA",
             "Error posting rx buffer", "Error posting flush request", "fi_read failed", "fi_sendmsg (eager) failed", "fi_write_inline failed",
-            "Error in call to fi_send", "Unable to insert remote address into address vector", "CM connect failed", "Could not send request for device",
+            "Error in call to fi_send", "Unable to insert remote address into address vector", "Unable to insert local address into address vector", "CM connect failed", "Could not send request for device",
             "Unable to issue read operation", "Unable to post receive buffer", "Send close message complete with error",
             "fi_write failed; RC", "fi_writedata failed; RC", "Unable to post request; RC", "Failed to insert address for peer rank",
         ],
