@@ -2,6 +2,7 @@
 """catalog.py: the message catalogue of the launch stack, triaged against launchguard's rules.
 
     scripts/catalog.py SOURCE_TREE [SOURCE_TREE...] [--release TAG] [--show new|miss|all] [--json]
+    scripts/catalog.py self-test      (the extraction on small inputs; run by scripts/test.sh)
 
 SOURCE_TREE is an unpacked release of one of the projects whose messages end up in a failed job's
 output (none of them is committed here; take them from their public repositories, e.g.
@@ -197,7 +198,43 @@ def cxx_throws(path):
     for `std::system_error(code, category, what)` the last argument and `: %s` (the error's text it
     appends). A text with no literal at all is skipped, and so is `throw new ...` (a pointer: no
     handler or terminate message prints a text for it)."""
-    text = open(path, errors="replace").read()
+    return cxx_throw_texts(open(path, errors="replace").read())
+
+
+def strip_comments(text):
+    """C/C++ text with its comments blanked (string and character literals kept as they are)."""
+    out, j, n = [], 0, len(text)
+    while j < n:
+        ch = text[j]
+        if ch in "\"'":
+            k = j + 1
+            while k < n and text[k] != ch and text[k] != "\n":
+                k += 2 if text[k] == "\\" else 1
+            out.append(text[j:k + 1])
+            j = k + 1
+        elif text.startswith("//", j):
+            k = text.find("\n", j)
+            j = n if k < 0 else k
+        elif text.startswith("/*", j):
+            k = text.find("*/", j + 2)
+            k = n if k < 0 else k + 2
+            out.append("\n" * text.count("\n", j, k))
+            j = k
+        else:
+            out.append(ch)
+            j += 1
+    return "".join(out)
+
+
+def cxx_part(part):
+    """The literal one operand of a `+` chain spells (`"text"`, `std::string("text")`), or None."""
+    m = re.fullmatch(r"\s*std::string\s*\((.*)\)\s*", part, re.S)
+    return c_literal(m.group(1) if m else part)
+
+
+def cxx_throw_texts(text):
+    """The texts of the `throw std::X(...)` expressions in C++ source `text` (see cxx_throws)."""
+    text = strip_comments(text)
     for m in re.finditer(r"\bthrow\s+std::(\w+)\s*\(", text):
         args = c_args(text, m.end())
         if not args or not args[0]:
@@ -208,9 +245,9 @@ def cxx_throws(path):
         j = 0
         while j < len(a):  # split the first argument at its top-level '+'
             ch = a[j]
-            if ch == '"':
+            if ch in "\"'":
                 k = j + 1
-                while k < len(a) and a[k] != '"':
+                while k < len(a) and a[k] != ch:
                     k += 2 if a[k] == "\\" else 1
                 cur.append(a[j:k + 1])
                 j = k + 1
@@ -229,7 +266,7 @@ def cxx_throws(path):
         parts.append("".join(cur).strip())
         out, lit = [], False
         for part in parts:
-            t = c_literal(part)
+            t = cxx_part(part)
             if t is None:
                 out.append("%s")
             else:
@@ -526,7 +563,51 @@ def explain(binary, line):
     return [(f["id"], f["severity"]) for f in doc.get("findings", [])]
 
 
+def self_test():
+    """Checks the extraction on small inputs written here (no upstream text); exit 1 on a failure."""
+    cases = [
+        ('throw std::runtime_error("plain text");', ["plain text"]),
+        ('throw std::runtime_error("joined: " + std::to_string(rc));', ["joined: %s"]),
+        ('throw std::runtime_error(std::string("wrapped ") + name + " tail");', ["wrapped %s tail"]),
+        ('throw std::runtime_error("a + b stays" + x);', ["a + b stays%s"]),
+        ('throw std::runtime_error("quote \\" inside");', ['quote \\" inside']),
+        ("throw std::runtime_error(c == '+' ? \"x\" : \"y\");", []),
+        ('throw std::runtime_error(\n\t"split "\n\t"over lines");', ["split over lines"]),
+        ('throw std::system_error(errno, std::system_category(), "Failed to frob " + f);',
+         ["Failed to frob %s: %s"]),
+        ('throw new std::runtime_error("a pointer");', []),
+        ('// throw std::runtime_error("in a comment");', []),
+        ('/* throw std::runtime_error("in a block\n comment"); */ throw std::logic_error("after");', ["after"]),
+        ('throw std::runtime_error("100% done");', ["100%% done"]),
+        ('throw std::logic_error(str.str());', []),
+    ]
+    bad = 0
+    for src, want in cases:
+        got = list(cxx_throw_texts(src))
+        if got != want:
+            bad += 1
+            print("catalog self-test: %r gave %r, want %r" % (src, got, want), file=sys.stderr)
+    for rel, want in [("src/cm/nccl_ofi_cm.cpp", "CM connect failed: "),
+                      ("src/nccl_ofi_rdma.cpp", "Caught exception in rdma_init: "),
+                      ("src/nccl_ofi_sendrecv.cpp", "Caught exception in sendrecv_init: "),
+                      ("src/nccl_ofi_gdrcopy.cpp", "Failed to initialize GDRCopy: "),
+                      ("src/rdma/gin/nccl_ofi_gin_gdaki.cpp", "gin GDAKI: createContext failed: "),
+                      ("src/rdma/gin/nccl_ofi_gin_resources.cpp", "Caught exception in GIN connect: "),
+                      ("src/nccl_ofi_net.cpp", "Caught exception in plugin init: ")]:
+        if ofi_catcher(rel) != want:
+            bad += 1
+            print("catalog self-test: %s is caught by %r, want %r" % (rel, ofi_catcher(rel), want), file=sys.stderr)
+    line = framed("aws-ofi-nccl", "src/nccl_ofi_net.cpp", "throw", "no %s here", [], ("luck",))
+    if line != "node1:12345:12400 [0] NCCL WARN NET/OFI Caught exception in plugin init: no luck here":
+        bad += 1
+        print("catalog self-test: framed %r" % line, file=sys.stderr)
+    print("catalog self-test: %d checks, %d failed" % (len(cases) + 8, bad))
+    return 1 if bad else 0
+
+
 def main():
+    if sys.argv[1:] == ["self-test"]:
+        sys.exit(self_test())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trees", nargs="+", metavar="SOURCE_TREE")
     ap.add_argument("--release", help="the release name to print (default: read from the tree)")

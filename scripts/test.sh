@@ -108,6 +108,8 @@ stage "no module imports a module that imports it back (scripts/module-cycles.py
 python3 scripts/module-cycles.py
 stage "the closing count's own test (scripts/lib/testlog.py self-test)" "python3 scripts/lib/testlog.py self-test"
 python3 scripts/lib/testlog.py self-test >&2
+stage "the catalogue's extraction on small inputs (scripts/catalog.py self-test)" "python3 scripts/catalog.py self-test"
+python3 scripts/catalog.py self-test >&2
 # The Prometheus alerting rules the package ships: promtool check rules and test rules
 # (scripts/test-alerts.sh; promtool from Debian's prometheus package, fetched if missing).
 stage "alerting rules (scripts/test-alerts.sh)" "scripts/test-alerts.sh"
