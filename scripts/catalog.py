@@ -460,7 +460,7 @@ def framed(kind, rel, level, template, args, values=()):
         return "node1:12345:12400 [0] NCCL WARN " + msg
     if kind == "aws-ofi-nccl":
         if level == "throw":
-            msg = ofi_catcher(rel) + msg
+            msg = ofi_catcher(rel, template) + msg
         return "node1:12345:12400 [0] NCCL WARN NET/OFI " + msg
     if kind == "munge":
         return "munged: Error: " + msg
@@ -469,20 +469,26 @@ def framed(kind, rel, level, template, args, values=()):
     return msg
 
 
-def ofi_catcher(rel):
-    """The WARN of aws-ofi-nccl 1.21 that prints an exception thrown in file `rel` (the `catch` that
-    reaches it first, read in 1.21.1): the connection manager's connect, the RDMA and SENDRECV
-    protocols' init (at start; their endpoints are built again at listen and connect), GDRCopy's
-    loader, GDAKI's context, GIN's other resources, the message buffer, else the plugin's entry
-    points (init, listen, connect, accept: shown as init). A text thrown where no catch reaches it
-    (a call NCCL makes after start) ends the process with libstdc++'s `terminate called after
-    throwing` and `what():` lines instead: its triage row says so."""
+def ofi_catcher(rel, text):
+    """The WARN of aws-ofi-nccl 1.21 that prints `text`, thrown in file `rel` (the `catch` that
+    reaches it first, read in 1.21.1): the connection manager's connector (`CM connect failed`), the
+    RDMA plugin object's constructor (`rdma_init`, when the protocol is not set), GDRCopy's loader,
+    GDAKI's context, GIN's other resources, the message buffer, the ID pool (taken at connect and
+    accept), else the plugin's entry points, where devices, domains and endpoints are built (init,
+    listen, connect, accept: shown as init, listen for the listener's address). A text thrown where
+    no catch reaches it (a call NCCL makes after start) ends the process with libstdc++'s `terminate
+    called after throwing` and `what():` lines instead: its triage row says so."""
     name = os.path.basename(rel)
     if rel.startswith("src/cm/"):
-        return "CM connect failed: "
-    if name in ("nccl_ofi_rdma.cpp", "nccl_ofi_sendrecv.cpp"):
-        # at start, the protocol's init catches its constructors first (listen and connect later)
-        return "Caught exception in %s_init: " % name[len("nccl_ofi_"):-len(".cpp")]
+        if text in ("duplicate id insert", "Failed call to fi_av_insert"):
+            return "CM connect failed: "
+        if text == "Failed to get EP address":
+            return "Caught exception in plugin listen: "
+        return "Caught exception in plugin init: "
+    if name == "nccl_ofi_rdma.cpp" and text.startswith("rdma plugin constructor:"):
+        return "Caught exception in rdma_init: "
+    if name == "nccl_ofi_idpool.cpp":
+        return "Caught exception in plugin connect: "
     if name == "nccl_ofi_gdrcopy.cpp":
         return "Failed to initialize GDRCopy: "
     if "gin_gdaki" in name:
@@ -572,6 +578,8 @@ def self_test():
         ('throw std::runtime_error("a + b stays" + x);', ["a + b stays%s"]),
         ('throw std::runtime_error("quote \\" inside");', ['quote \\" inside']),
         ("throw std::runtime_error(c == '+' ? \"x\" : \"y\");", []),
+        ('throw std::runtime_error("a" + std::string(1, \'"\') + "b");', ["a%sb"]),
+        ('char q = \'"\'; // throw std::runtime_error("c");', []),
         ('throw std::runtime_error(\n\t"split "\n\t"over lines");', ["split over lines"]),
         ('throw std::system_error(errno, std::system_category(), "Failed to frob " + f);',
          ["Failed to frob %s: %s"]),
@@ -581,27 +589,38 @@ def self_test():
         ('throw std::runtime_error("100% done");', ["100%% done"]),
         ('throw std::logic_error(str.str());', []),
     ]
-    bad = 0
+    catchers = [
+        ("src/cm/nccl_ofi_cm.cpp", "duplicate id insert", "CM connect failed: "),
+        ("src/cm/nccl_ofi_cm.cpp", "Failed to get EP address", "Caught exception in plugin listen: "),
+        ("src/cm/nccl_ofi_cm_resources.cpp", "Failed to post rx buffer", "Caught exception in plugin init: "),
+        ("src/nccl_ofi_rdma.cpp", "rdma plugin constructor: x", "Caught exception in rdma_init: "),
+        ("src/nccl_ofi_rdma.cpp", "RDMA domain constructor: x", "Caught exception in plugin init: "),
+        ("src/nccl_ofi_sendrecv.cpp", "x", "Caught exception in plugin init: "),
+        ("src/nccl_ofi_idpool.cpp", "x", "Caught exception in plugin connect: "),
+        ("src/nccl_ofi_gdrcopy.cpp", "x", "Failed to initialize GDRCopy: "),
+        ("src/rdma/gin/nccl_ofi_gin_gdaki.cpp", "x", "gin GDAKI: createContext failed: "),
+        ("src/rdma/gin/nccl_ofi_gin_resources.cpp", "x", "Caught exception in GIN connect: "),
+        ("src/nccl_ofi_net.cpp", "x", "Caught exception in plugin init: "),
+    ]
+    checks, bad = 0, 0
+
+    def check(ok, what):
+        nonlocal checks, bad
+        checks += 1
+        if not ok:
+            bad += 1
+            print("catalog self-test: " + what, file=sys.stderr)
+
     for src, want in cases:
         got = list(cxx_throw_texts(src))
-        if got != want:
-            bad += 1
-            print("catalog self-test: %r gave %r, want %r" % (src, got, want), file=sys.stderr)
-    for rel, want in [("src/cm/nccl_ofi_cm.cpp", "CM connect failed: "),
-                      ("src/nccl_ofi_rdma.cpp", "Caught exception in rdma_init: "),
-                      ("src/nccl_ofi_sendrecv.cpp", "Caught exception in sendrecv_init: "),
-                      ("src/nccl_ofi_gdrcopy.cpp", "Failed to initialize GDRCopy: "),
-                      ("src/rdma/gin/nccl_ofi_gin_gdaki.cpp", "gin GDAKI: createContext failed: "),
-                      ("src/rdma/gin/nccl_ofi_gin_resources.cpp", "Caught exception in GIN connect: "),
-                      ("src/nccl_ofi_net.cpp", "Caught exception in plugin init: ")]:
-        if ofi_catcher(rel) != want:
-            bad += 1
-            print("catalog self-test: %s is caught by %r, want %r" % (rel, ofi_catcher(rel), want), file=sys.stderr)
+        check(got == want, "%r gave %r, want %r" % (src, got, want))
+    for rel, text, want in catchers:
+        got = ofi_catcher(rel, text)
+        check(got == want, "%s %r is caught by %r, want %r" % (rel, text, got, want))
     line = framed("aws-ofi-nccl", "src/nccl_ofi_net.cpp", "throw", "no %s here", [], ("luck",))
-    if line != "node1:12345:12400 [0] NCCL WARN NET/OFI Caught exception in plugin init: no luck here":
-        bad += 1
-        print("catalog self-test: framed %r" % line, file=sys.stderr)
-    print("catalog self-test: %d checks, %d failed" % (len(cases) + 8, bad))
+    check(line == "node1:12345:12400 [0] NCCL WARN NET/OFI Caught exception in plugin init: no luck here",
+          "framed %r" % line)
+    print("catalog self-test: %d checks, %d failed" % (checks, bad))
     return 1 if bad else 0
 
 

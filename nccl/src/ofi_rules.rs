@@ -251,7 +251,8 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.ofi.internal_error",
         severity: Severity::Warning,
-        none: &[],
+        // the ID pool's thrown texts repeat the WARN printed just before them (a relay)
+        none: &["nccl_ofi_idpool_t: "],
         any: &[
             // arguments, handles, requests, messages and communicators in a state the plugin does not expect
             "Adding cleanup function failed", "Assigning device", "Attempt to insert duplicate id",
@@ -350,6 +351,7 @@ pub const RULES: &[WarnRule] = &[
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Failed call to post_rx_buffer: -5",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI No IDs available (max: 32768)",
             "gpu-b:7711:7790 [0] NCCL WARN NET/OFI CM connect failed: duplicate id insert",
+            "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Caught exception in plugin connect: nccl_ofi_idpool_t: Cannot free an ID from a 0-sized pool",
         ],
     },
 ];
@@ -435,6 +437,12 @@ pub const FOLLOW_ON: Relays = Relays {
         "device constructor: MR key config parse failed",
         "domain constructor: invalid size for mr keypool",
         "duplicate id insert",
+        "endpoint: failed call to nccl_ofi_ofiutils_av_create",
+        "endpoint: failed call to nccl_ofi_ofiutils_ep_create",
+        "Failed call to fi_av_insert",
+        "Failed to post rx buffer",
+        "Failed to get EP address",
+        "nccl_ofi_idpool_t: ",
         // GPU-initiated networking (the all-gather, CQ read, signal lookup or CUDA call WARNs first)
         "Failed to exchange connect metadata: ",
         "bootstrap allgather send reg failed",
@@ -463,6 +471,8 @@ pub const FOLLOW_ON: Relays = Relays {
         "gpu-b:7711:7790 [0] NCCL WARN NET/OFI CM connect failed: duplicate id insert",
         "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Caught exception in rdma_init: RDMA domain constructor: ofi domain creation failed",
         "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Caught exception in plugin init: Base device constructor: MR key config parse failed",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Caught exception in plugin connect: nccl_ofi_idpool_t: Attempted to free an ID that's not in use",
+        "gpu-b:7711:7790 [0] NCCL WARN NET/OFI CM connect failed: Failed call to fi_av_insert",
     ],
     counter: &[
         "gpu-b:7711:7790 [0] NCCL WARN NET/OFI Error posting rx buffer. RC: -5, Error: Input/output error",

@@ -169,7 +169,7 @@ pub const RULES: &[WarnRule] = &[
     WarnRule {
         id: "nccl.ofi_transfer_failed",
         severity: Severity::NoGo,
-        none: &["duplicate id insert", "OFI_NCCL_CM_NUM_RX_BUFFERS"],
+        none: &["duplicate id insert", "Failed call to fi_av_insert"],
         any: &[
             "Failed to post recv. RC", "Failed to post ACK send. RC", "Failed call to fi_writemsg", "fi_sendmsg failed with RC", "Failed call to fi_read;",
             "fi_read iget failed", "fi_read iflush failed",
