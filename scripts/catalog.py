@@ -113,9 +113,11 @@ C_MACROS = {"PRIu64": "lu", "PRId64": "ld", "PRIx64": "lx", "PRIu32": "u", "PRId
             "PRIuPTR": "lu", "PYXIS_VERSION": "0.0.0"}
 
 
-def c_args(text, i):
-    """Splits a C call's arguments from just after its '(' at text[i]: a list of raw strings."""
-    args, depth, cur, j = [], 0, [], i
+def c_split(text, i, sep):
+    """Splits C text from text[i] at each `sep` outside brackets, string and character literals and
+    comments, up to the bracket that closes before it or the end: (stripped parts, whether a
+    closing bracket ended it)."""
+    parts, depth, cur, j = [], 0, [], i
     while j < len(text):
         ch = text[j]
         if ch in "\"'":
@@ -137,17 +139,25 @@ def c_args(text, i):
             depth += 1
         elif ch in ")]}":
             if depth == 0:
-                args.append("".join(cur).strip())
-                return args
+                parts.append("".join(cur).strip())
+                return parts, True
             depth -= 1
-        elif ch == "," and depth == 0:
-            args.append("".join(cur).strip())
+        elif ch == sep and depth == 0:
+            parts.append("".join(cur).strip())
             cur = []
             j += 1
             continue
         cur.append(ch)
         j += 1
-    return None
+    parts.append("".join(cur).strip())
+    return parts, False
+
+
+def c_args(text, i):
+    """Splits a C call's arguments from just after its '(' at text[i]: a list of raw strings, or
+    None when the call is not closed."""
+    args, closed = c_split(text, i, ",")
+    return args if closed else None
 
 
 def c_literal(arg):
@@ -240,30 +250,8 @@ def cxx_throw_texts(text):
         if not args or not args[0]:
             continue
         system = m.group(1) == "system_error"
-        parts, depth, cur = [], 0, []
-        a = args[-1] if system else args[0]
-        j = 0
-        while j < len(a):  # split the first argument at its top-level '+'
-            ch = a[j]
-            if ch in "\"'":
-                k = j + 1
-                while k < len(a) and a[k] != ch:
-                    k += 2 if a[k] == "\\" else 1
-                cur.append(a[j:k + 1])
-                j = k + 1
-                continue
-            if ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-            elif ch == "+" and depth == 0:
-                parts.append("".join(cur).strip())
-                cur = []
-                j += 1
-                continue
-            cur.append(ch)
-            j += 1
-        parts.append("".join(cur).strip())
+        # the text's operands: the argument split at its top-level '+'
+        parts, _ = c_split(args[-1] if system else args[0], 0, "+")
         out, lit = [], False
         for part in parts:
             t = cxx_part(part)
