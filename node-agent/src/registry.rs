@@ -1,5 +1,5 @@
 //! The node check registry: every family's gatherer paired with its evaluator, run on a few blocking
-//! threads ([`LANES`], more when they stall: see [`Runner::run`]), each family under the check
+//! threads ([`lanes`], more when they stall: see [`Runner::run`]), each family under the check
 //! timeout. A family that times out is reported UNKNOWN (never a node fault) and is not started
 //! again until its hung run returns (node_exporter's rule for stuck collectors), so a hung NFS stat
 //! cannot pile up threads or cause a false drain.
@@ -247,12 +247,51 @@ pub const FAMILIES: &[Family] = &[
     },
 ];
 
-/// How many blocking threads a run starts with; they take the families in [`FAMILIES`] order, one at
-/// a time. A family takes a millisecond or less on a healthy node, and a thread start (clone, stack,
-/// its own malloc arena) cost about 0.1 ms CPU on a 2-core VM: one thread per family was about a
-/// ninth of a `launchguard check`'s CPU time there. Three lanes keep both cores of a small node busy
-/// while one lane waits on a daemon (the munge family's round trip waits on munged).
+/// Most blocking threads a run starts with ([`lanes`] gives fewer where fewer CPUs are ours); they
+/// take the families in [`START_FIRST`], then [`FAMILIES`], order, one at a time. A family takes a
+/// millisecond or less on a healthy node, and a thread start (clone, stack, its own malloc arena)
+/// cost about 0.1 ms CPU on a 2-core VM: one thread per family was about a ninth of a `launchguard
+/// check`'s CPU time there.
 pub const LANES: usize = 3;
+
+/// How many lanes a run starts with when `cpus` CPUs are this process's (its affinity mask, which a
+/// cgroup's cpuset narrows): [`LANES`], but never more than `cpus`, and at least one. A lane more
+/// than the CPUs only competes with the others (and with munged, whose answer the munge family
+/// waits for): on a 2-CPU VM three lanes finished the suite later than two (`check` timeline, 40
+/// runs: the last family ended 1.89 ms after `main` with three, 1.61 ms with two, 2.19 ms with
+/// one). A stalled lane still gets company after [`STALL`].
+pub fn lanes(cpus: usize) -> usize {
+    LANES.min(cpus).max(1)
+}
+
+/// The CPUs this process may run on (`sched_getaffinity(2)`: one system call, unlike
+/// `available_parallelism`, which also reads the cgroup's CPU quota files); `LANES` when that
+/// cannot be read.
+fn own_cpus() -> usize {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&i| set.is_set(i).unwrap_or(false))
+            .count(),
+        Err(_) => LANES,
+    }
+}
+
+/// Families a run queues before the others (in this order), because they may wait rather than
+/// compute: `gpu` loads NVML and asks every GPU (about 25 ms on an H200 node, the suite's longest
+/// family there), `munge` waits for munged's two answers and `hostname` for the resolver, and `imex`
+/// reads the GPU's fabric state. Started first, their waits overlap the other families' work instead
+/// of ending the run late: longest first, as in any list schedule. The report keeps [`FAMILIES`]
+/// order.
+pub const START_FIRST: &[&str] = &["gpu", "munge", "imex", "hostname"];
+
+/// Where a family goes in a run's queue: [`START_FIRST`]'s position, then every other family in
+/// [`FAMILIES`] order (the sort is stable).
+fn queue_rank(name: &str) -> usize {
+    START_FIRST
+        .iter()
+        .position(|f| *f == name)
+        .unwrap_or(START_FIRST.len())
+}
 
 /// How long every lane may go without a family finishing, while families wait, before another lane
 /// is started: a family blocked in the kernel (a hung NFS stat, a slow controller) holds up the
@@ -336,8 +375,8 @@ impl Runner {
 
     /// Runs every selected check once.
     ///
-    /// The selected families are queued in [`FAMILIES`] order and taken by [`LANES`] blocking
-    /// threads; whenever [`STALL`] passes with families still queued and none finishing, one more
+    /// The selected families are queued ([`START_FIRST`], then [`FAMILIES`] order) and taken by
+    /// [`lanes`] blocking threads; whenever [`STALL`] passes with families still queued and none finishing, one more
     /// lane starts, so a family stuck in the kernel delays the others by at most [`STALL`] each
     /// time. Every family must finish within `check_timeout_secs` of the run's start, else it is
     /// UNKNOWN ("did not finish within"); its lane stays with it, and the family is not queued
@@ -372,6 +411,9 @@ impl Runner {
             }
             tasks.push((fam.name, ids, queued));
         }
+        queue
+            .make_contiguous()
+            .sort_by_key(|(name, _)| queue_rank(name));
         let mut pending = queue.len();
         let queue = Arc::new(Mutex::new(queue));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
@@ -387,7 +429,7 @@ impl Runner {
                 lane(&ctx, &busy, &queue, &tx)
             }));
         };
-        for _ in 0..LANES.min(pending) {
+        for _ in 0..lanes(own_cpus()).min(pending) {
             add_lane();
         }
         let mut results: HashMap<&'static str, std::thread::Result<(FamilyResult, Duration)>> =
@@ -526,6 +568,38 @@ mod tests {
             *open.lock().unwrap_or_else(|p| p.into_inner()) = true;
             cv.notify_all();
         }
+    }
+
+    /// No more lanes than CPUs (a CPU-pinned or 1-CPU cgroup gets one), never none, at most
+    /// [`LANES`] however many CPUs.
+    #[test]
+    fn lanes_follow_the_cpus_up_to_lanes() {
+        assert_eq!(
+            [0, 1, 2, 3, 4, 256].map(lanes),
+            [1, 1, 2, LANES.min(3), LANES.min(4), LANES]
+        );
+        assert!(own_cpus() >= 1);
+    }
+
+    /// The families that wait start first, in [`START_FIRST`] order; every other family follows in
+    /// [`FAMILIES`] order; a name in [`START_FIRST`] that is no family (a rename) fails here.
+    #[test]
+    fn waiting_families_are_queued_first_and_the_rest_keep_their_order() {
+        for name in START_FIRST {
+            assert!(
+                FAMILIES.iter().any(|f| f.name == *name),
+                "START_FIRST names {name}, which is no family"
+            );
+        }
+        let mut queued: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+        queued.sort_by_key(|n| queue_rank(n));
+        assert_eq!(&queued[..START_FIRST.len()], START_FIRST);
+        let rest: Vec<&str> = FAMILIES
+            .iter()
+            .map(|f| f.name)
+            .filter(|n| !START_FIRST.contains(n))
+            .collect();
+        assert_eq!(&queued[START_FIRST.len()..], &rest[..]);
     }
 
     fn quick(_: &Ctx) -> FamilyResult {
