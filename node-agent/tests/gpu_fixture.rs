@@ -21,7 +21,8 @@ impl Drop for Tree {
     }
 }
 
-/// An NVIDIA 3D controller at `bdf` under `root/sys`, bound to the `nvidia` driver.
+/// An NVIDIA 3D controller at `bdf` under `root/sys`, bound to the `nvidia` driver (linked both
+/// ways, as sysfs does: the device's `driver`, and the driver's entry named by the address).
 fn pci_gpu(root: &Path, bdf: &str) {
     let d = root.join("sys/bus/pci/devices").join(bdf);
     fs::create_dir_all(&d).unwrap();
@@ -30,6 +31,7 @@ fn pci_gpu(root: &Path, bdf: &str) {
     let drv = root.join("sys/bus/pci/drivers/nvidia");
     fs::create_dir_all(&drv).unwrap();
     std::os::unix::fs::symlink(&drv, d.join("driver")).unwrap();
+    std::os::unix::fs::symlink(&d, drv.join(bdf)).unwrap();
 }
 
 /// The H200 node as a tree: its /proc/devices, its GPU on the PCI bus and in /proc/driver/nvidia.

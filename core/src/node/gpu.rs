@@ -364,8 +364,8 @@ pub fn xid_fault(code: u32) -> Option<(&'static str, &'static str)> {
 pub struct GpuFacts {
     /// What NVML said.
     pub nvml: Nvml,
-    /// PCI addresses (`0000:18:00.0`) of NVIDIA display/3D controllers in `/sys/bus/pci/devices`
-    /// that are bound to the `nvidia` driver (a GPU given to `vfio-pci`, left unbound or excluded
+    /// PCI addresses (`0000:18:00.0`) of NVIDIA display/3D controllers bound to the `nvidia`
+    /// driver (listed in `/sys/bus/pci/drivers/nvidia/`) (a GPU given to `vfio-pci`, left unbound or excluded
     /// with `NVreg_ExcludedGpus` is not the driver's to lose).
     pub pci: Vec<String>,
     /// Entries of `/proc/driver/nvidia/gpus/` (`None`: the directory is absent, no NVIDIA driver

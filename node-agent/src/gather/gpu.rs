@@ -1,7 +1,7 @@
 //! Facts for `node.gpu.*` (and the IMEX family's multi-node NVLink test): what NVML says about the
 //! GPUs (`nvml-wrapper`, which loads `libnvidia-ml.so.1` at run time, so a node or a build without
-//! the NVIDIA driver works and says why), the NVIDIA display/3D controllers on the PCI bus
-//! (`/sys/bus/pci/devices/*/{vendor,class}`) and `/proc/driver/nvidia/gpus/`. What each means:
+//! the NVIDIA driver works and says why), the NVIDIA display/3D controllers the driver holds
+//! (`/sys/bus/pci/drivers/nvidia/*/{vendor,class}`) and `/proc/driver/nvidia/gpus/`. What each means:
 //! `launchguard_core::node::gpu`.
 //!
 //! NVML can hang on a wedged GPU, so it runs on a thread of its own with a deadline
@@ -218,9 +218,17 @@ pub fn slurm_gpus(ctx: &Ctx) -> Option<SlurmGpus> {
 }
 
 /// PCI addresses of NVIDIA (vendor `0x10de`) VGA (`0x0300xx`) and 3D (`0x0302xx`) controllers bound
-/// to the `nvidia` driver (the `driver` link's name).
+/// to the `nvidia` driver: the device links in the driver's directory, `/sys/bus/pci/drivers/nvidia/`
+/// (one per bound device, named by its address, beside the driver's `bind`, `new_id`, `module`…
+/// files; sysfs-rules.rst in the kernel's documentation), whose `vendor` and `class` say GPU.
+///
+/// The driver's directory, not every entry of `/sys/bus/pci/devices/`: a GPU server has hundreds
+/// of PCI functions (bridges, NICs, NVMe) and each `vendor` read walks a sysfs symlink; the driver's
+/// directory names only its own devices, and a node without the driver has no such directory (one
+/// failed open). Same answer: a device is in it exactly when its `driver` link names `nvidia`.
 pub fn pci_gpus(sys: &Path) -> Vec<String> {
-    let Ok(rd) = std::fs::read_dir(sys.join("bus/pci/devices")) else {
+    let drv = sys.join("bus/pci/drivers/nvidia");
+    let Ok(rd) = std::fs::read_dir(&drv) else {
         return vec![];
     };
     let read = |p: &Path| {
@@ -230,19 +238,16 @@ pub fn pci_gpus(sys: &Path) -> Vec<String> {
     };
     let mut v: Vec<String> = rd
         .flatten()
-        .filter(|e| {
-            let p = e.path();
-            read(&p.join("vendor")) == "0x10de"
-                && {
-                    let class = read(&p.join("class"));
-                    class.starts_with("0x0300") || class.starts_with("0x0302")
-                }
-                && std::fs::read_link(p.join("driver"))
-                    .ok()
-                    .and_then(|d| d.file_name().map(|n| n == "nvidia"))
-                    .unwrap_or(false)
-        })
         .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
+        // Device links are addresses (`0000:18:00.0`); the driver's own files have no ':'.
+        .filter(|name| name.contains(':'))
+        .filter(|name| {
+            let dev = drv.join(name);
+            read(&dev.join("vendor")) == "0x10de" && {
+                let class = read(&dev.join("class"));
+                class.starts_with("0x0300") || class.starts_with("0x0302")
+            }
+        })
         .collect();
     v.sort();
     v
@@ -419,8 +424,10 @@ mod tests {
             std::fs::write(d.join("vendor"), format!("{vendor}\n")).unwrap();
             std::fs::write(d.join("class"), format!("{class}\n")).unwrap();
             if !driver.is_empty() {
+                // As sysfs: the device's `driver` link, and the driver's link to the device.
                 std::fs::create_dir_all(drivers.join(driver)).unwrap();
                 std::os::unix::fs::symlink(drivers.join(driver), d.join("driver")).unwrap();
+                std::os::unix::fs::symlink(&d, drivers.join(driver).join(bdf)).unwrap();
             }
         };
         dev("0000:18:00.0", "0x10de", "0x030200", "nvidia"); // H100/H200 SXM: 3D controller
@@ -429,6 +436,10 @@ mod tests {
         dev("0000:50:00.0", "0x15b3", "0x020700", "mlx5_core"); // a ConnectX NIC
         dev("0000:60:00.0", "0x10de", "0x030200", "vfio-pci"); // passed to a VM: not the driver's
         dev("0000:61:00.0", "0x10de", "0x030200", ""); // unbound (excluded): not the driver's
+                                                       // Bound to `nvidia` but no GPU (a bridge-class NVIDIA function), and the driver's own files.
+        dev("0000:62:00.0", "0x10de", "0x068000", "nvidia");
+        std::fs::write(drivers.join("nvidia/bind"), "").unwrap();
+        std::fs::write(drivers.join("nvidia/uevent"), "DRIVER=nvidia\n").unwrap();
         let roots = Roots::under(&base);
         assert_eq!(pci_gpus(&roots.sys), vec!["0000:18:00.0", "0000:3b:00.0"]);
         assert_eq!(proc_gpus(&roots.proc), None);
