@@ -72,7 +72,8 @@ pub struct Ctx {
 }
 
 /// Files every family of one check run reads, read once per run and shared: slurm.conf with its
-/// includes (eight families consult it), the hostname, plugstack.conf with its includes and
+/// includes (eight families consult it), the hostname, the `munge` user (both munge gatherers
+/// ask the user database: files, LDAP or sssd, whatever nsswitch.conf says), plugstack.conf with its includes and
 /// plugins (the plugstack family judges it, the enroot family reads launchguard's line), and the node's and this process's mount
 /// tables (four families ask whether a path is hidden from the agent; the kernel formats a mount
 /// table anew on each read, which made these reads the largest cost of a run).
@@ -87,6 +88,7 @@ pub struct RunMemo {
     slurm_conf: OnceLock<(PathBuf, Result<SlurmConf, ConfReadError>)>,
     mount_tables: OnceLock<Option<Arc<(String, String)>>>,
     hostname: OnceLock<String>,
+    munge_uid: OnceLock<Option<u32>>,
     plugstack: OnceLock<Arc<PlugstackFacts>>,
 }
 
@@ -133,6 +135,17 @@ impl Ctx {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .unwrap_or_default()
+    }
+
+    /// The `munge` user's uid from the user database (`getpwnam(3)`: `None` when there is no
+    /// such user or the lookup fails), looked up once per run.
+    pub fn munge_uid(&self) -> Option<u32> {
+        *self.memo().munge_uid.get_or_init(|| {
+            nix::unistd::User::from_name("munge")
+                .ok()
+                .flatten()
+                .map(|u| u.uid.as_raw())
+        })
     }
 
     /// The short hostname ([`short_hostname`] under [`Ctx::roots`]), read once per run.

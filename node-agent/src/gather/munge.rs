@@ -69,10 +69,7 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         hidden,
         key_path: m.key.display().to_string(),
         key,
-        munge_uid: nix::unistd::User::from_name("munge")
-            .ok()
-            .flatten()
-            .map(|u| u.uid.as_raw()),
+        munge_uid: ctx.munge_uid(),
         daemon,
         roundtrip,
         digest,

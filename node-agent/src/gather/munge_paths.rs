@@ -106,11 +106,7 @@ fn options(ctx: &Ctx) -> (Options, Option<u32>) {
             }
         }
     }
-    let uid = nix::unistd::User::from_name("munge")
-        .ok()
-        .flatten()
-        .map(|u| u.uid.as_raw());
-    (o, uid)
+    (o, ctx.munge_uid())
 }
 
 /// The directories above `file`: realpath of its directory, then each parent up to `/` (`lstat`).
