@@ -1,5 +1,6 @@
 //! Facts for `node.munge.*`: stat of the key, the munge user, munged's pid file and start time, a
-//! `munge -n | unmunge` round trip against the configured socket (spoken on the socket), the key's digest, stray copies,
+//! `munge -n | unmunge` round trip against the configured socket (spoken on the socket, each
+//! request sent before the family's other reads and its answer read after them), the key's digest, stray copies,
 //! and whether slurmctld accepts this node's credential ([`super::munge_peer`]).
 
 use super::munge_socket;
@@ -23,6 +24,10 @@ const MAX_ENTRIES: usize = 20_000;
 /// Gathers the munge family's facts.
 pub fn gather(ctx: &Ctx) -> MungeFacts {
     let m = &ctx.cfg.munge;
+    // The round trip's requests go out first and their answers are read later: munged works on
+    // each while this family reads the key, the pid file and the mount tables (two answers that
+    // are otherwise waited for one after the other, each a wake-up of munged's threads).
+    let encode = munge_socket::send_encode(&m.socket, ROUNDTRIP_DEADLINE);
     let key = match std::fs::metadata(&m.key) {
         Ok(md) => Ok(Some(KeyStat {
             uid: md.uid(),
@@ -50,7 +55,14 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         }
         d => d,
     };
-    let roundtrip = matches!(daemon, Daemon::Running { .. }).then(|| roundtrip(&m.socket));
+    // The decode request goes as soon as the credential is in (munged is running: else no round trip).
+    let decode = matches!(daemon, Daemon::Running { .. }).then(|| {
+        let cred = encode
+            .and_then(munge_socket::Sent::encoded)
+            .map_err(|e| format!("munge: {e}"))?;
+        munge_socket::send_decode(&m.socket, &cred, ROUNDTRIP_DEADLINE)
+            .map_err(|e| format!("unmunge: {e}"))
+    });
     let shared_copies = match &bytes {
         Ok(b) if !b.is_empty() => m
             .shared_paths
@@ -63,13 +75,16 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
     let hidden = [&m.key, &m.pid_file, &m.socket]
         .iter()
         .find_map(|p| super::view::hidden(ctx, p));
+    let munge_uid = ctx.munge_uid();
+    let roundtrip =
+        decode.map(|d| d.and_then(|sent| sent.decoded().map_err(|e| format!("unmunge: {e}"))));
     let peer = super::munge_peer::gather(ctx, &daemon, matches!(roundtrip, Some(Ok(()))));
     MungeFacts {
         peer,
         hidden,
         key_path: m.key.display().to_string(),
         key,
-        munge_uid: ctx.munge_uid(),
+        munge_uid,
         daemon,
         roundtrip,
         digest,
@@ -137,13 +152,9 @@ fn start_time(roots: &Roots, stat: &str) -> Option<i64> {
     Some(btime + ticks / hz)
 }
 
-/// The round trip `munge -n -S SOCKET | unmunge -S SOCKET` does, spoken directly on munged's socket
-/// ([`super::munge_socket`]: no process starts), each step with a 3 s deadline.
-fn roundtrip(socket: &Path) -> Result<(), String> {
-    let deadline = Duration::from_secs(3);
-    let cred = munge_socket::encode(socket, deadline).map_err(|e| format!("munge: {e}"))?;
-    munge_socket::decode(socket, &cred, deadline).map_err(|e| format!("unmunge: {e}"))
-}
+/// The deadline of each read and write of the round trip `munge -n -S SOCKET | unmunge -S SOCKET`
+/// does, spoken directly on munged's socket ([`super::munge_socket`]: no process starts).
+const ROUNDTRIP_DEADLINE: Duration = Duration::from_secs(3);
 
 /// Files under `root` (at most `depth` levels, [`MAX_ENTRIES`] entries) whose bytes equal the key.
 ///

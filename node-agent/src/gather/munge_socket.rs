@@ -33,34 +33,90 @@ const DEC_RSP: u8 = 5;
 /// Largest reply read (munged's own MUNGE_MAXIMUM_REQ_LEN is 1 MiB; a `-n` credential is ~100 B).
 const MAX_REPLY: u32 = 1 << 20;
 
+/// A request sent to munged whose reply has not been read yet: munged answers while the caller
+/// does other work, and [`Sent::encoded`] or [`Sent::decoded`] reads the answer (bounded by the
+/// deadline given when it was sent).
+#[derive(Debug)]
+pub struct Sent {
+    stream: UnixStream,
+    socket: String,
+    want: u8,
+}
+
 /// Encodes an empty credential (`munge -n -S socket`); returns the `MUNGE:…:` string.
 /// Errors name the step and munged's own message (`munged: Invalid credential`).
 pub fn encode(socket: &Path, deadline: Duration) -> Result<Vec<u8>, String> {
+    send_encode(socket, deadline)?.encoded()
+}
+
+/// Sends `munge -n`'s request: connected and written, the reply left for [`Sent::encoded`].
+pub fn send_encode(socket: &Path, deadline: Duration) -> Result<Sent, String> {
     // cipher, mac, zip: 1 = MUNGE_*_DEFAULT (munged's configured default); no realm.
     let mut body = vec![1u8, 1, 1, 0];
     body.extend_from_slice(&0u32.to_be_bytes()); // ttl: default
     body.extend_from_slice(&u32::MAX.to_be_bytes()); // auth uid: any
     body.extend_from_slice(&u32::MAX.to_be_bytes()); // auth gid: any
     body.extend_from_slice(&0u32.to_be_bytes()); // no payload
-    let reply = transact(socket, ENC_REQ, ENC_RSP, &body, deadline)?;
-    let rest = status(&reply)?;
-    let (len, data) = rest
-        .split_first_chunk::<4>()
-        .ok_or("munged's encode reply ended early")?;
-    let len = u32::from_be_bytes(*len) as usize;
-    let cred = data.get(..len).ok_or("munged's encode reply ended early")?;
-    Ok(cred.strip_suffix(b"\0").unwrap_or(cred).to_vec())
+    send(socket, ENC_REQ, ENC_RSP, &body, deadline)
+}
+
+impl Sent {
+    /// The credential of an encode request's reply ([`send_encode`]).
+    pub fn encoded(self) -> Result<Vec<u8>, String> {
+        let reply = self.reply()?;
+        let rest = status(&reply)?;
+        let (len, data) = rest
+            .split_first_chunk::<4>()
+            .ok_or("munged's encode reply ended early")?;
+        let len = u32::from_be_bytes(*len) as usize;
+        let cred = data.get(..len).ok_or("munged's encode reply ended early")?;
+        Ok(cred.strip_suffix(b"\0").unwrap_or(cred).to_vec())
+    }
+
+    /// `Ok` when a decode request's reply ([`send_decode`]) says munged accepted the credential.
+    pub fn decoded(self) -> Result<(), String> {
+        status(&self.reply()?).map(|_| ())
+    }
+
+    /// The reply's body, after checking its header.
+    fn reply(mut self) -> Result<Vec<u8>, String> {
+        let socket = &self.socket;
+        let io = |e: std::io::Error| format!("{socket}: {e}");
+        let mut hdr = [0u8; 11];
+        self.stream.read_exact(&mut hdr).map_err(io)?;
+        let magic = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+        let len = u32::from_be_bytes([hdr[7], hdr[8], hdr[9], hdr[10]]);
+        if magic != MAGIC || hdr[4] != VERSION {
+            return Err(format!(
+                "{socket}: not a munged reply (magic {magic:#x}, version {})",
+                hdr[4]
+            ));
+        }
+        if hdr[5] != self.want || len > MAX_REPLY {
+            return Err(format!(
+                "{socket}: unexpected munged reply (type {}, {len} bytes)",
+                hdr[5]
+            ));
+        }
+        let mut reply = vec![0u8; len as usize];
+        self.stream.read_exact(&mut reply).map_err(io)?;
+        Ok(reply)
+    }
 }
 
 /// Decodes a credential (`unmunge -S socket`); `Ok` when munged accepts it.
 pub fn decode(socket: &Path, cred: &[u8], deadline: Duration) -> Result<(), String> {
+    send_decode(socket, cred, deadline)?.decoded()
+}
+
+/// Sends `unmunge`'s request for `cred`, the reply left for [`Sent::decoded`].
+pub fn send_decode(socket: &Path, cred: &[u8], deadline: Duration) -> Result<Sent, String> {
     let mut body = Vec::with_capacity(cred.len() + 5);
     // libmunge sends the string with its NUL.
     body.extend_from_slice(&(cred.len() as u32 + 1).to_be_bytes());
     body.extend_from_slice(cred);
     body.push(0);
-    let reply = transact(socket, DEC_REQ, DEC_RSP, &body, deadline)?;
-    status(&reply).map(|_| ())
+    send(socket, DEC_REQ, DEC_RSP, &body, deadline)
 }
 
 /// The error number and string at the start of a reply body: `Ok(rest)` on success.
@@ -77,14 +133,15 @@ fn status(reply: &[u8]) -> Result<&[u8], String> {
     Ok(&rest[elen..])
 }
 
-/// One request/reply on a fresh connection, every read and write bounded by `deadline`.
-fn transact(
+/// One request on a fresh connection (munged answers one per connection), every later read and
+/// write bounded by `deadline`; `want` is the reply type [`Sent`] accepts.
+fn send(
     socket: &Path,
     kind: u8,
     want: u8,
     body: &[u8],
     deadline: Duration,
-) -> Result<Vec<u8>, String> {
+) -> Result<Sent, String> {
     let io = |e: std::io::Error| format!("{}: {e}", socket.display());
     let mut s = UnixStream::connect(socket).map_err(io)?;
     s.set_read_timeout(Some(deadline)).map_err(io)?;
@@ -95,27 +152,11 @@ fn transact(
     msg.extend_from_slice(&(body.len() as u32).to_be_bytes());
     msg.extend_from_slice(body);
     s.write_all(&msg).map_err(io)?;
-    let mut hdr = [0u8; 11];
-    s.read_exact(&mut hdr).map_err(io)?;
-    let magic = u32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
-    let len = u32::from_be_bytes([hdr[7], hdr[8], hdr[9], hdr[10]]);
-    if magic != MAGIC || hdr[4] != VERSION {
-        return Err(format!(
-            "{}: not a munged reply (magic {magic:#x}, version {})",
-            socket.display(),
-            hdr[4]
-        ));
-    }
-    if hdr[5] != want || len > MAX_REPLY {
-        return Err(format!(
-            "{}: unexpected munged reply (type {}, {len} bytes)",
-            socket.display(),
-            hdr[5]
-        ));
-    }
-    let mut reply = vec![0u8; len as usize];
-    s.read_exact(&mut reply).map_err(io)?;
-    Ok(reply)
+    Ok(Sent {
+        stream: s,
+        socket: socket.display().to_string(),
+        want,
+    })
 }
 
 #[cfg(test)]
