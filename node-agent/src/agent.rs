@@ -21,7 +21,9 @@ use tracing_subscriber::filter::LevelFilter;
 
 // `launchguard agent`.
 // (Plain comment on purpose: see the deferred-arguments note at `Command`, node-agent/src/lib.rs.)
+// The journal fields' help is built with the deferred arguments: only when `agent` is invoked.
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = crate::logging::journal_help())]
 pub struct Args {
     /// Config file (default /etc/launchguard/launchguard.toml; missing there = defaults).
     #[arg(long, value_name = "PATH")]

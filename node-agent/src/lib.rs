@@ -49,7 +49,6 @@ enum Command {
     Explain(explain::Args),
     /// Run the node agent (systemd: launchguard-agent.service): node checks every interval, the
     /// plugin's launch reports on /run/launchguard/agent.sock, a Prometheus textfile.
-    #[command(after_long_help = logging::journal_help())]
     Agent(agent::Args),
     /// Run the node checks once, here, and print a table (or --json). Exit codes: 0 OK, 1 WARNING,
     /// 2 CRITICAL, 3 UNKNOWN.
