@@ -134,4 +134,20 @@ mod cli_tests {
         assert!(seen >= 14, "only {seen} subcommands walked");
         crate::Cli::command().debug_assert();
     }
+
+    /// `agent --help` ends with the journal fields and MESSAGE_IDs (built with the deferred
+    /// arguments, so only when `agent` is asked for), and the root command does not build them.
+    #[test]
+    fn agent_help_lists_the_journal_fields() {
+        let root = crate::Cli::command();
+        let mut agent = root
+            .find_subcommand("agent")
+            .expect("an agent subcommand")
+            .clone();
+        assert!(agent.get_after_long_help().is_none());
+        agent.build();
+        let help = agent.render_long_help().to_string();
+        assert!(help.contains("MESSAGE_IDs:"), "{help}");
+        assert!(help.contains("LAUNCHGUARD_PHASE (LAUNCH)"), "{help}");
+    }
 }
