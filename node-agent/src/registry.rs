@@ -256,10 +256,10 @@ pub const LANES: usize = 3;
 
 /// How many lanes a run starts with when `cpus` CPUs are this process's (its affinity mask, which a
 /// cgroup's cpuset narrows): [`LANES`], but never more than `cpus`, and at least one. A lane more
-/// than the CPUs only competes with the others (and with munged, whose answer the munge family
-/// waits for): on a 2-CPU VM three lanes finished the suite later than two (`check` timeline, 40
-/// runs: the last family ended 1.89 ms after `main` with three, 1.61 ms with two, 2.19 ms with
-/// one). A stalled lane still gets company after [`STALL`].
+/// than the CPUs only competes with the others (and with munged, whose answers the munge family
+/// waits for); docs/node-agent.md has the measurements. A lane that goes [`STALL`] without a family
+/// finishing still gets company: on a GPU node pinned to one or two CPUs, NVML's 25–32 ms in the
+/// gpu family is longer than that, so such a run starts one lane more.
 pub fn lanes(cpus: usize) -> usize {
     LANES.min(cpus).max(1)
 }
@@ -277,12 +277,13 @@ fn own_cpus() -> usize {
 }
 
 /// Families a run queues before the others (in this order), because they may wait rather than
-/// compute: `gpu` loads NVML and asks every GPU (about 25 ms on an H200 node, the suite's longest
-/// family there), `munge` waits for munged's two answers and `hostname` for the resolver, and `imex`
-/// reads the GPU's fabric state. Started first, their waits overlap the other families' work instead
-/// of ending the run late: longest first, as in any list schedule. The report keeps [`FAMILIES`]
-/// order.
-pub const START_FIRST: &[&str] = &["gpu", "munge", "imex", "hostname"];
+/// compute: `gpu` loads NVML and asks every GPU (25–32 ms on an H200 node, the suite's longest
+/// family there), `munge` waits for munged's two answers and `hostname` for the resolver. Started
+/// first, their waits overlap the other families' work instead of ending the run late: longest
+/// first, as in any list schedule. `imex` stays last: it waits for the gpu family's gathering
+/// (shared, [`gather::gpu::gather`]), and taken early it would hold a lane doing nothing. The report
+/// keeps [`FAMILIES`] order.
+pub const START_FIRST: &[&str] = &["gpu", "munge", "hostname"];
 
 /// Where a family goes in a run's queue: [`START_FIRST`]'s position, then every other family in
 /// [`FAMILIES`] order (the sort is stable).
@@ -291,6 +292,13 @@ fn queue_rank(name: &str) -> usize {
         .iter()
         .position(|f| *f == name)
         .unwrap_or(START_FIRST.len())
+}
+
+/// Puts a run's queue (families in [`FAMILIES`] order) in the order lanes take them.
+fn start_order(queue: &mut VecDeque<Queued>) {
+    queue
+        .make_contiguous()
+        .sort_by_key(|(name, _)| queue_rank(name));
 }
 
 /// How long every lane may go without a family finishing, while families wait, before another lane
@@ -376,8 +384,8 @@ impl Runner {
     /// Runs every selected check once.
     ///
     /// The selected families are queued ([`START_FIRST`], then [`FAMILIES`] order) and taken by
-    /// [`lanes`] blocking threads; whenever [`STALL`] passes with families still queued and none finishing, one more
-    /// lane starts, so a family stuck in the kernel delays the others by at most [`STALL`] each
+    /// [`lanes`] blocking threads; whenever [`STALL`] passes with families still queued and none
+    /// finishing, one more lane starts, so a family stuck in the kernel delays the others by at most [`STALL`] each
     /// time. Every family must finish within `check_timeout_secs` of the run's start, else it is
     /// UNKNOWN ("did not finish within"); its lane stays with it, and the family is not queued
     /// again until it returns ("still running from an earlier run").
@@ -411,9 +419,7 @@ impl Runner {
             }
             tasks.push((fam.name, ids, queued));
         }
-        queue
-            .make_contiguous()
-            .sort_by_key(|(name, _)| queue_rank(name));
+        start_order(&mut queue);
         let mut pending = queue.len();
         let queue = Arc::new(Mutex::new(queue));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
@@ -578,7 +584,6 @@ mod tests {
             [0, 1, 2, 3, 4, 256].map(lanes),
             [1, 1, 2, LANES.min(3), LANES.min(4), LANES]
         );
-        assert!(own_cpus() >= 1);
     }
 
     /// The families that wait start first, in [`START_FIRST`] order; every other family follows in
@@ -591,8 +596,9 @@ mod tests {
                 "START_FIRST names {name}, which is no family"
             );
         }
-        let mut queued: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
-        queued.sort_by_key(|n| queue_rank(n));
+        let mut queue: VecDeque<Queued> = FAMILIES.iter().map(|f| (f.name, f.run)).collect();
+        start_order(&mut queue);
+        let queued: Vec<&str> = queue.iter().map(|(n, _)| *n).collect();
         assert_eq!(&queued[..START_FIRST.len()], START_FIRST);
         let rest: Vec<&str> = FAMILIES
             .iter()
@@ -602,6 +608,43 @@ mod tests {
         assert_eq!(&queued[START_FIRST.len()..], &rest[..]);
     }
 
+    /// OK for every check ID; each family keeps its own IDs.
+    fn all_ok(_: &Ctx) -> FamilyResult {
+        FamilyResult {
+            outcomes: all_checks().iter().map(|c| Outcome::ok(c.id)).collect(),
+            facts: vec![],
+        }
+    }
+
+    /// However the lanes take the families ([`START_FIRST`] first), the report lists the checks in
+    /// [`FAMILIES`] order, each family's in its own order.
+    #[test]
+    fn the_report_keeps_families_order() {
+        let fams: &'static [Family] = Vec::leak(
+            FAMILIES
+                .iter()
+                .map(|f| Family {
+                    name: f.name,
+                    run: all_ok,
+                })
+                .collect(),
+        );
+        let r = Runner::with_families(Ctx::new(crate::config::Config::default()), fams);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let rep = rt.block_on(r.run(&[]));
+        let got: Vec<&str> = rep.checks.iter().map(|c| c.id.as_str()).collect();
+        let want: Vec<&str> = FAMILIES
+            .iter()
+            .flat_map(|f| all_checks().into_iter().filter(move |c| c.family == f.name))
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got.len(), all_checks().len());
+    }
+
     fn quick(_: &Ctx) -> FamilyResult {
         FamilyResult {
             outcomes: vec![],
@@ -609,8 +652,9 @@ mod tests {
         }
     }
 
-    /// Families stuck for good take every one of the [`LANES`]; the family queued behind them still runs
-    /// within the run's timeout (a lane is added after [`STALL`]), the stuck ones are UNKNOWN, and
+    /// [`LANES`] families stuck for good take every lane the run starts with ([`lanes`]: fewer where
+    /// fewer CPUs are ours) and each lane added after a [`STALL`] until all are stuck; the family
+    /// queued behind them still runs within the run's timeout, the stuck ones are UNKNOWN, and
     /// the next run does not start them again while they are still stuck. Before the lanes were
     /// added on a stall, `quick_family` never ran: the run ended with it still queued.
     #[test]

@@ -365,8 +365,8 @@ pub struct GpuFacts {
     /// What NVML said.
     pub nvml: Nvml,
     /// PCI addresses (`0000:18:00.0`) of NVIDIA display/3D controllers bound to the `nvidia`
-    /// driver (listed in `/sys/bus/pci/drivers/nvidia/`) (a GPU given to `vfio-pci`, left unbound or excluded
-    /// with `NVreg_ExcludedGpus` is not the driver's to lose).
+    /// driver, as listed in `/sys/bus/pci/drivers/nvidia/`. A GPU given to `vfio-pci`, left unbound
+    /// or excluded with `NVreg_ExcludedGpus` is not the driver's to lose.
     pub pci: Vec<String>,
     /// Entries of `/proc/driver/nvidia/gpus/` (`None`: the directory is absent, no NVIDIA driver
     /// loaded, or a sandbox that hides it).

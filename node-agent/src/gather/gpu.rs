@@ -219,13 +219,15 @@ pub fn slurm_gpus(ctx: &Ctx) -> Option<SlurmGpus> {
 
 /// PCI addresses of NVIDIA (vendor `0x10de`) VGA (`0x0300xx`) and 3D (`0x0302xx`) controllers bound
 /// to the `nvidia` driver: the device links in the driver's directory, `/sys/bus/pci/drivers/nvidia/`
-/// (one per bound device, named by its address, beside the driver's `bind`, `new_id`, `module`…
-/// files; sysfs-rules.rst in the kernel's documentation), whose `vendor` and `class` say GPU.
+/// (the driver core links each device it binds there, beside the driver's `bind`, `new_id`, `module`…
+/// entries: the kernel's driver-model documentation, "Driver Binding"), whose `vendor` and `class`
+/// say GPU.
 ///
 /// The driver's directory, not every entry of `/sys/bus/pci/devices/`: a GPU server has hundreds
 /// of PCI functions (bridges, NICs, NVMe) and each `vendor` read walks a sysfs symlink; the driver's
 /// directory names only its own devices, and a node without the driver has no such directory (one
-/// failed open). Same answer: a device is in it exactly when its `driver` link names `nvidia`.
+/// failed open). Same answer as reading each device's `driver` link: the driver core makes both
+/// links when it binds a device and removes both when it unbinds it.
 pub fn pci_gpus(sys: &Path) -> Vec<String> {
     let drv = sys.join("bus/pci/drivers/nvidia");
     let Ok(rd) = std::fs::read_dir(&drv) else {
@@ -238,16 +240,16 @@ pub fn pci_gpus(sys: &Path) -> Vec<String> {
     };
     let mut v: Vec<String> = rd
         .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
-        // Device links are addresses (`0000:18:00.0`); the driver's own files have no ':'.
-        .filter(|name| name.contains(':'))
-        .filter(|name| {
-            let dev = drv.join(name);
+        // Device links are addresses (`0000:18:00.0`); the driver's own entries have no ':'.
+        .filter(|e| e.file_name().to_string_lossy().contains(':'))
+        .filter(|e| {
+            let dev = e.path();
             read(&dev.join("vendor")) == "0x10de" && {
                 let class = read(&dev.join("class"));
                 class.starts_with("0x0300") || class.starts_with("0x0302")
             }
         })
+        .map(|e| e.file_name().to_string_lossy().to_ascii_lowercase())
         .collect();
     v.sort();
     v
@@ -436,8 +438,9 @@ mod tests {
         dev("0000:50:00.0", "0x15b3", "0x020700", "mlx5_core"); // a ConnectX NIC
         dev("0000:60:00.0", "0x10de", "0x030200", "vfio-pci"); // passed to a VM: not the driver's
         dev("0000:61:00.0", "0x10de", "0x030200", ""); // unbound (excluded): not the driver's
-                                                       // Bound to `nvidia` but no GPU (a bridge-class NVIDIA function), and the driver's own files.
-        dev("0000:62:00.0", "0x10de", "0x068000", "nvidia");
+        dev("0000:62:00.0", "0x10de", "0x068000", "nvidia"); // the driver's, but a bridge: no GPU
+
+        // The driver's own entries beside its device links.
         std::fs::write(drivers.join("nvidia/bind"), "").unwrap();
         std::fs::write(drivers.join("nvidia/uevent"), "DRIVER=nvidia\n").unwrap();
         let roots = Roots::under(&base);

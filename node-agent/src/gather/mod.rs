@@ -72,9 +72,11 @@ pub struct Ctx {
 }
 
 /// Files every family of one check run reads, read once per run and shared: slurm.conf with its
-/// includes (eight families consult it), the hostname, the `munge` user (both munge gatherers
-/// ask the user database: files, LDAP or sssd, whatever nsswitch.conf says), plugstack.conf with its includes and
-/// plugins (the plugstack family judges it, the enroot family reads launchguard's line), and the node's and this process's mount
+/// includes (eight families consult it), the hostname, the `munge` user's uid (from the user
+/// database: files, LDAP or sssd, as nsswitch.conf says; the munge family asks it, and its
+/// directory checks ask it again when munged is not running; a failed lookup holds for the run),
+/// plugstack.conf with its includes and plugins (the plugstack family judges it, the enroot family
+/// reads launchguard's line), and the node's and this process's mount
 /// tables (four families ask whether a path is hidden from the agent; the kernel formats a mount
 /// table anew on each read, which made these reads the largest cost of a run).
 ///

@@ -1,6 +1,7 @@
 //! Facts for `node.munge.*`: stat of the key, the munge user, munged's pid file and start time, a
 //! `munge -n | unmunge` round trip against the configured socket (spoken on the socket, each
-//! request sent before the family's other reads and its answer read after them), the key's digest, stray copies,
+//! request sent before the family's other reads and its answer read after them), the key's
+//! digest, stray copies,
 //! and whether slurmctld accepts this node's credential ([`super::munge_peer`]).
 
 use super::munge_socket;
@@ -26,7 +27,10 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
     let m = &ctx.cfg.munge;
     // The round trip's requests go out first and their answers are read later: munged works on
     // each while this family reads the key, the pid file and the mount tables (two answers that
-    // are otherwise waited for one after the other, each a wake-up of munged's threads).
+    // are otherwise waited for one after the other, each a wake-up of munged's threads). The
+    // encode request goes before munged is known to run; its answer is read whenever `daemon`
+    // below finds munged running, which a socket that accepted it makes so (unless munged stops
+    // in between: then the request is dropped unread, and munged may log a broken pipe).
     let encode = munge_socket::send_encode(&m.socket, ROUNDTRIP_DEADLINE);
     let key = match std::fs::metadata(&m.key) {
         Ok(md) => Ok(Some(KeyStat {
@@ -55,7 +59,7 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
         }
         d => d,
     };
-    // The decode request goes as soon as the credential is in (munged is running: else no round trip).
+    // The decode request goes as soon as the credential is in (no round trip unless munged runs).
     let decode = matches!(daemon, Daemon::Running { .. }).then(|| {
         let cred = encode
             .and_then(munge_socket::Sent::encoded)

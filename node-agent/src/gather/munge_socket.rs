@@ -34,8 +34,8 @@ const DEC_RSP: u8 = 5;
 const MAX_REPLY: u32 = 1 << 20;
 
 /// A request sent to munged whose reply has not been read yet: munged answers while the caller
-/// does other work, and [`Sent::encoded`] or [`Sent::decoded`] reads the answer (bounded by the
-/// deadline given when it was sent).
+/// does other work, and [`Sent::encoded`] or [`Sent::decoded`] reads the answer, each read bounded
+/// by the deadline given when it was sent (a reply is two reads: header and body).
 #[derive(Debug)]
 pub struct Sent {
     stream: UnixStream,
