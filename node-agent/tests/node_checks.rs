@@ -115,6 +115,29 @@ fn munged_stopped_is_critical_and_its_round_trip_unknown() {
     assert_eq!(code, 2);
 }
 
+/// munged started with another `--pid-file` than the config names (a source build under
+/// /usr/local/var): the socket that answers is a running munged and the round trip is judged;
+/// stopped, the same config finds no munged.
+#[test]
+fn a_munged_without_the_configured_pid_file_is_found_by_its_socket() {
+    let m = Munged::start("munge-nopid");
+    let elsewhere = m.dir.join("not-munged.pid");
+    let cfg = config(
+        &m.dir,
+        &m.section().replace(
+            &m.pid_file.display().to_string(),
+            &elsewhere.display().to_string(),
+        ),
+    );
+    let (_, rep) = check(&cfg, &["node.munge.daemon", "node.munge.roundtrip"]);
+    assert_eq!(status_of(&rep, "node.munge.daemon"), "ok", "{rep}");
+    assert_eq!(status_of(&rep, "node.munge.roundtrip"), "ok", "{rep}");
+    m.stop();
+    let (_, rep) = check(&cfg, &["node.munge.daemon", "node.munge.roundtrip"]);
+    assert_eq!(status_of(&rep, "node.munge.daemon"), "critical", "{rep}");
+    assert_eq!(status_of(&rep, "node.munge.roundtrip"), "unknown", "{rep}");
+}
+
 #[test]
 fn a_munged_with_a_foreign_key_fails_the_round_trip() {
     // Two munged daemons with different keys: a credential from one does not decode on the other,

@@ -28,9 +28,8 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
     // The round trip's requests go out first and their answers are read later: munged works on
     // each while this family reads the key, the pid file and the mount tables (two answers that
     // are otherwise waited for one after the other, each a wake-up of munged's threads). The
-    // encode request goes before munged is known to run; its answer is read whenever `daemon`
-    // below finds munged running, which a socket that accepted it makes so (unless munged stops
-    // in between: then the request is dropped unread, and munged may log a broken pipe).
+    // encode request goes before munged is known to run; a socket that accepted it is a running
+    // munged (below), so its answer is always read.
     let encode = munge_socket::send_encode(&m.socket, ROUNDTRIP_DEADLINE);
     let key = match std::fs::metadata(&m.key) {
         Ok(md) => Ok(Some(KeyStat {
@@ -49,8 +48,11 @@ pub fn gather(ctx: &Ctx) -> MungeFacts {
     };
     let daemon = match daemon(&ctx.roots, &m.pid_file) {
         // No usable pid file (munged started with another --pid-file, a source build under
-        // /usr/local/var): a socket that accepts a connection is a running munged.
-        Daemon::NotRunning(why) if std::os::unix::net::UnixStream::connect(&m.socket).is_ok() => {
+        // /usr/local/var): a socket that accepts a connection is a running munged. The encode
+        // request's connection is that probe; a second connect is tried only when it failed.
+        Daemon::NotRunning(why)
+            if encode.is_ok() || std::os::unix::net::UnixStream::connect(&m.socket).is_ok() =>
+        {
             tracing::debug!("munged answers on {} ({why})", m.socket.display());
             Daemon::Running {
                 pid: 0,
